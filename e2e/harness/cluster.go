@@ -1,0 +1,217 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Env is one test run's set of clusters, all under one kwok workdir.
+type Env struct {
+	Tools   Tools
+	Workdir string
+
+	mu       sync.Mutex
+	clusters []*Cluster
+}
+
+// NewEnv prepares a workdir for a test run's clusters. Under
+// SPOKEKIT_E2E_WORKDIR when set, so `make e2e` can sweep up the processes of
+// a run that was killed before it could clean up.
+func NewEnv() (*Env, error) {
+	tools, err := ToolsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	parent := os.Getenv("SPOKEKIT_E2E_WORKDIR")
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return nil, fmt.Errorf("creating the e2e workdir: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the e2e workdir: %w", err)
+	}
+	return &Env{Tools: tools, Workdir: dir}, nil
+}
+
+// OpenEnv uses dir as the workdir and keeps it: for `make demo-up`, whose
+// clusters outlive the process, and `make demo-down`, which removes them.
+func OpenEnv(dir string) (*Env, error) {
+	tools, err := ToolsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the workdir %s: %w", dir, err)
+	}
+	return &Env{Tools: tools, Workdir: dir}, nil
+}
+
+// DeleteAll deletes every cluster kwokctl knows in the workdir, including
+// those of an earlier process.
+func (e *Env) DeleteAll(ctx context.Context) error {
+	out, err := e.output(ctx, "get", "clusters")
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if err := e.run(ctx, "delete", "cluster", "--name", name); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	e.clusters = nil
+	e.mu.Unlock()
+	return nil
+}
+
+// Close deletes every cluster of the run and its workdir.
+func (e *Env) Close() {
+	e.mu.Lock()
+	clusters := e.clusters
+	e.clusters = nil
+	e.mu.Unlock()
+	for _, c := range clusters {
+		if out, err := e.Tools.kwokctl(e.Workdir, "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "deleting cluster %s: %v\n%s", c.Name, err, out)
+		}
+	}
+	_ = os.RemoveAll(e.Workdir)
+}
+
+// Cluster is one running control plane.
+type Cluster struct {
+	Name string
+	// Kubeconfig is the path of an admin kubeconfig for the cluster, with
+	// the context "kwok-<name>".
+	Kubeconfig string
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	Dynamic    dynamic.Interface
+	env        *Env
+}
+
+// Context is the kubeconfig context name of the cluster.
+func (c *Cluster) Context() string { return "kwok-" + c.Name }
+
+// StartCluster creates and starts a cluster and waits until it serves.
+func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
+	c := &Cluster{Name: name, Kubeconfig: filepath.Join(e.Workdir, name+".kubeconfig"), env: e}
+	e.mu.Lock()
+	e.clusters = append(e.clusters, c)
+	e.mu.Unlock()
+	// kwokctl also writes the context into --kubeconfig; point it at a scratch
+	// file so the user's ~/.kube/config is never touched.
+	scratch := filepath.Join(e.Workdir, "kwokctl-"+name+".kubeconfig")
+	if err := e.run(ctx, "create", "cluster", "--name", name, "--kubeconfig", scratch, "--wait", "2m"); err != nil {
+		return nil, fmt.Errorf("starting cluster %s: %w", name, err)
+	}
+	out, err := e.output(ctx, "get", "kubeconfig", "--name", name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig of cluster %s: %w", name, err)
+	}
+	if err := os.WriteFile(c.Kubeconfig, out, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the kubeconfig of cluster %s: %w", name, err)
+	}
+	if err := c.loadClients(); err != nil {
+		return nil, err
+	}
+	return c, c.waitServing(ctx)
+}
+
+func (c *Cluster) loadClients() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig of cluster %s: %w", c.Name, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.Config = cfg
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("dynamic client for cluster %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// waitServing waits until the API server answers and the default service
+// account exists (pods in "default" need it).
+func (c *Cluster) waitServing(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last error
+	for {
+		_, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions)
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s did not become ready: %w", c.Name, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the cluster's control plane: its API server no longer answers.
+func (c *Cluster) Stop(ctx context.Context) error {
+	if err := c.env.run(ctx, "stop", "cluster", "--name", c.Name); err != nil {
+		return fmt.Errorf("stopping cluster %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Start starts a stopped cluster again and waits until it serves.
+func (c *Cluster) Start(ctx context.Context) error {
+	if err := c.env.run(ctx, "start", "cluster", "--name", c.Name); err != nil {
+		return fmt.Errorf("starting cluster %s: %w", c.Name, err)
+	}
+	return c.waitServing(ctx)
+}
+
+func (e *Env) run(ctx context.Context, args ...string) error {
+	_, err := e.output(ctx, args...)
+	return err
+}
+
+func (e *Env) output(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := e.Tools.kwokctl(e.Workdir, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := runContext(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// runContext runs cmd, killing it when ctx ends.
+func runContext(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var metav1GetOptions = metav1.GetOptions{}
+
+// Result is what a command printed and how it exited.
+type Result struct {
+	Stdout   string
+	Stderr   string
+	ExitCode int
+}
+
+// String shows a result in a test failure.
+func (r Result) String() string {
+	return "exit " + strconv.Itoa(r.ExitCode) + "\n--- stdout\n" + r.Stdout + "\n--- stderr\n" + r.Stderr
+}
+
+// Command is a kubectl invocation as a user would type it, with the
+// environment it runs in.
+type Command struct {
+	Tools Tools
+	// Env adds to (or overrides) the environment, e.g. KUBECONFIG=....
+	Env   []string
+	Stdin string
+	// Home is the HOME the command sees, so no user config leaks in.
+	Home string
+}
+
+// Kubectl runs the built kubectl with args, finding the plugins on PATH.
+func (c Command) Kubectl(ctx context.Context, args ...string) (Result, error) {
+	return c.Run(ctx, filepath.Join(c.Tools.Bin, "kubectl"), args...)
+}
+
+// Run runs any program in the command's environment.
+func (c Command) Run(ctx context.Context, program string, args ...string) (Result, error) {
+	cmd := exec.Command(program, args...)
+	env := []string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}
+	cmd.Env = append(env, c.Env...)
+	cmd.Stdin = strings.NewReader(c.Stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := runContext(ctx, cmd)
+	r := Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		r.ExitCode = exit.ExitCode()
+		return r, nil
+	}
+	return r, err
+}
+
+// For returns a command whose KUBECONFIG is the cluster's.
+func (c *Cluster) For(home string) Command {
+	if home == "" {
+		home = os.TempDir()
+	}
+	return Command{Tools: c.env.Tools, Env: []string{"KUBECONFIG=" + c.Kubeconfig}, Home: home}
+}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/kubectl/pkg/cmd/get"
+)
+
+// Table is the human view of a report: what is printed without -o, and with
+// -o wide including the columns marked Wide.
+type Table struct {
+	Columns []Column
+	Rows    [][]string
+}
+
+// Column is a table heading. Wide columns only show with -o wide.
+type Column struct {
+	Name string
+	Wide bool
+}
+
+// Output is the -o flag of a command: the table (default and wide) plus every
+// cli-runtime printer (json, yaml, name, jsonpath, go-template, custom-columns).
+type Output struct {
+	PrintFlags *genericclioptions.PrintFlags
+	// only, when set, restricts -o to these formats (plus the table).
+	only []string
+}
+
+const (
+	formatWide          = "wide"
+	formatCustomColumns = "custom-columns"
+)
+
+// NewOutput returns the -o flag. With no arguments every format is offered;
+// otherwise only the named ones (and the default table).
+func NewOutput(only ...string) *Output {
+	return &Output{PrintFlags: genericclioptions.NewPrintFlags(""), only: only}
+}
+
+// AddFlags registers -o/--output (and the template flags) with completion.
+func (o *Output) AddFlags(cmd *cobra.Command) {
+	if len(o.only) == 0 {
+		o.PrintFlags.AddFlags(cmd)
+	} else {
+		cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "")
+	}
+	f := cmd.Flags().Lookup("output")
+	f.Usage = "Output format. One of: (" + strings.Join(o.formats(), ", ") + ")."
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+func (o *Output) formats() []string {
+	if len(o.only) > 0 {
+		return o.only
+	}
+	f := append([]string{formatWide}, o.PrintFlags.AllowedFormats()...)
+	f = append(f, formatCustomColumns, formatCustomColumns+"-file")
+	slices.Sort(f)
+	return f
+}
+
+// Format is the chosen -o value ("" for the default table).
+func (o *Output) Format() string { return *o.PrintFlags.OutputFormat }
+
+// IsTable tells whether the output is the human table (default or wide).
+func (o *Output) IsTable() bool { return o.Format() == "" || o.Format() == formatWide }
+
+// Validate rejects an unknown -o before any request is made.
+func (o *Output) Validate() error {
+	if o.IsTable() {
+		return nil
+	}
+	format := o.Format()
+	name, _, _ := strings.Cut(format, "=")
+	if len(o.only) > 0 {
+		if !slices.Contains(o.only, name) {
+			return UsageErrorf("unknown output format %q: use one of %s", format, strings.Join(o.only, ", "))
+		}
+		return nil
+	}
+	_, err := o.printer()
+	if err != nil {
+		return UsageErrorf("%v", err)
+	}
+	return nil
+}
+
+func (o *Output) printer() (printers.ResourcePrinter, error) {
+	format := o.Format()
+	if strings.HasPrefix(format, formatCustomColumns) {
+		return get.NewCustomColumnsPrintFlags().ToPrinter(format)
+	}
+	return o.PrintFlags.ToPrinter()
+}
+
+// Print writes obj in the chosen format. obj is a report struct with
+// apiVersion, kind and metadata (api.ReportMeta); table renders its human view.
+func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
+	if o.IsTable() {
+		return WriteTable(w, table(), o.Format() == formatWide)
+	}
+	u, err := ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	p, err := o.printer()
+	if err != nil {
+		return UsageErrorf("%v", err)
+	}
+	return p.PrintObj(u, w)
+}
+
+// ToUnstructured turns a report struct into the object the printers take: a
+// list when it has items, so -o name and custom-columns print one line each.
+func ToUnstructured(obj any) (runtime.Object, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding output: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("encoding output: %w", err)
+	}
+	if !u.IsList() {
+		return u, nil
+	}
+	return u.ToList()
+}
+
+// WriteTable prints a table with kubectl's column layout; wide keeps the
+// columns marked Wide.
+func WriteTable(w io.Writer, t Table, wide bool) error {
+	tw := printers.GetNewTabWriter(w)
+	var keep []int
+	var head []string
+	for i, c := range t.Columns {
+		if c.Wide && !wide {
+			continue
+		}
+		keep = append(keep, i)
+		head = append(head, c.Name)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, row := range t.Rows {
+		cells := make([]string, 0, len(keep))
+		for _, i := range keep {
+			cell := ""
+			if i < len(row) {
+				cell = row[i]
+			}
+			if cell == "" {
+				cell = "<none>"
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+
+	"github.com/spokekit/spokekit/internal/api"
+)
+
+type sampleItem struct {
+	api.ReportMeta `json:",inline"`
+	Phase          string `json:"phase"`
+	Hub            string `json:"hub"`
+}
+
+type sampleList struct {
+	api.ReportMeta `json:",inline"`
+	Items          []sampleItem `json:"items"`
+}
+
+func sample() (sampleList, func() Table) {
+	l := sampleList{ReportMeta: api.NewReportMeta("SampleList", "")}
+	for _, n := range []struct{ name, phase string }{{"spoke-1", "Running"}, {"spoke-2", ""}} {
+		l.Items = append(l.Items, sampleItem{ReportMeta: api.NewNamespacedReportMeta("Sample", "fleet", n.name), Phase: n.phase, Hub: "hub"})
+	}
+	return l, func() Table {
+		t := Table{Columns: []Column{{Name: "NAME"}, {Name: "PHASE"}, {Name: "HUB", Wide: true}}}
+		for _, i := range l.Items {
+			t.Rows = append(t.Rows, []string{i.Metadata.Name, i.Phase, i.Hub})
+		}
+		return t
+	}
+}
+
+func TestOutputFormats(t *testing.T) {
+	cases := map[string]string{
+		"":                                   "table",
+		"wide":                               "wide",
+		"json":                               "json",
+		"yaml":                               "yaml",
+		"name":                               "name",
+		"jsonpath={.items[*].metadata.name}": "jsonpath",
+		"custom-columns=NAME:.metadata.name,PHASE:.phase":                   "custom-columns",
+		"go-template={{range .items}}{{.metadata.name}}={{.phase}};{{end}}": "go-template",
+	}
+	for format, name := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := NewOutput()
+			*o.PrintFlags.OutputFormat = format
+			assert.NilError(t, o.Validate())
+			var buf bytes.Buffer
+			l, table := sample()
+			assert.NilError(t, o.Print(&buf, l, table))
+			golden.Assert(t, buf.String(), "output-"+name+".golden")
+		})
+	}
+}
+
+func TestOutputRejectsUnknownFormat(t *testing.T) {
+	o := NewOutput()
+	*o.PrintFlags.OutputFormat = "xml"
+	err := o.Validate()
+	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.ErrorContains(t, err, `"xml"`)
+
+	o = NewOutput("json", "yaml")
+	*o.PrintFlags.OutputFormat = "name"
+	err = o.Validate()
+	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.ErrorContains(t, err, "use one of json, yaml")
+}
+
+func TestWriteTableShowsNoneForEmptyCells(t *testing.T) {
+	var buf bytes.Buffer
+	assert.NilError(t, WriteTable(&buf, Table{Columns: []Column{{Name: "A"}, {Name: "B"}}, Rows: [][]string{{"x"}}}, false))
+	assert.Equal(t, buf.String(), "A     B\nx     <none>\n")
+}

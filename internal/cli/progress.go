@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"k8s.io/kubectl/pkg/util/term"
+)
+
+// Progress reports what a long step is doing on stderr: one line rewritten in
+// place on a terminal, plain timestamped lines (only when the state changes)
+// otherwise, so logs stay readable.
+type Progress struct {
+	mu   sync.Mutex
+	out  io.Writer
+	live bool
+	now  func() time.Time
+	last string
+}
+
+// NewProgress reports to w, live when w is a terminal.
+func NewProgress(w io.Writer) *Progress {
+	return &Progress{out: w, live: term.IsTerminal(w), now: time.Now}
+}
+
+// Update shows the current state.
+func (p *Progress) Update(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if msg == p.last {
+		return
+	}
+	p.last = msg
+	if p.live {
+		fmt.Fprintf(p.out, "\r\033[K%s", msg)
+		return
+	}
+	fmt.Fprintf(p.out, "%s %s\n", p.now().UTC().Format(time.RFC3339), msg)
+}
+
+// Done ends the live line with a final message.
+func (p *Progress) Done(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	p.Update(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		fmt.Fprintln(p.out)
+	}
+	p.last = ""
+}

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/completion"
+)
+
+// Factory gives every command of a plugin its clients, REST config and
+// namespace from the one set of kubectl global flags.
+type Factory struct {
+	cmdutil.Factory
+	ConfigFlags *genericclioptions.ConfigFlags
+}
+
+// Namespace returns the namespace from -n or the current context, and whether -n was given.
+func (f *Factory) Namespace() (string, bool, error) {
+	ns, explicit, err := f.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, explicit, nil
+}
+
+// Plugin describes one binary: `kubectl <Name> ...`.
+type Plugin struct {
+	Name    string
+	Short   string
+	Long    string
+	Example string
+}
+
+// NewRoot builds the root command of a plugin with kubectl's global flags,
+// shell completion for them and a `version` subcommand. Help reads as
+// `kubectl <name> ...`.
+func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Factory) {
+	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
+	matchVersion := cmdutil.NewMatchVersionFlags(configFlags)
+	f := &Factory{Factory: cmdutil.NewFactory(matchVersion), ConfigFlags: configFlags}
+
+	root := &cobra.Command{
+		Use:     p.Name,
+		Short:   p.Short,
+		Long:    p.Long,
+		Example: p.Example,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl " + p.Name,
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		CompletionOptions: cobra.CompletionOptions{
+			// kubectl calls the plugin's __complete through kubectl_complete-<plugin>;
+			// shell scripts for the plugin alone would bypass kubectl.
+			DisableDefaultCmd: true,
+		},
+	}
+	Group(root)
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err}
+	})
+
+	flags := root.PersistentFlags()
+	configFlags.AddFlags(flags)
+	matchVersion.AddFlags(flags)
+	registerGlobalCompletions(root, f)
+	root.AddCommand(newCmdVersion(p.Name, f, streams))
+	return root, f
+}
+
+func registerGlobalCompletions(root *cobra.Command, f *Factory) {
+	completion.SetFactoryForCompletion(f)
+	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return completion.CompGetResource(f, "namespace", toComplete), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = root.RegisterFlagCompletionFunc("context", completion.ContextCompletionFunc)
+	_ = root.RegisterFlagCompletionFunc("cluster", completion.ClusterCompletionFunc)
+	_ = root.RegisterFlagCompletionFunc("user", completion.UserCompletionFunc)
+}
+
+// ResourceNames completes the names of objects of one resource type
+// (e.g. "nodes", "spokes.fleetconfig.open-cluster-management.io").
+func ResourceNames(f *Factory, resource string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return completion.CompGetResource(f, resource, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// Group makes cmd a command that only holds subcommands: alone it prints its
+// help; with an unknown subcommand it is a usage error.
+func Group(cmd *cobra.Command) {
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return &ExitError{Code: ExitUsage, Err: errors.New(msg)}
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+}
+
+// NoArgs rejects positional arguments as a usage error.
+func NoArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return UsageErrorf("%q takes no arguments, got %q", c.CommandPath(), args)
+	}
+	return nil
+}
+
+// ExactArgs requires n positional arguments, named in the error.
+func ExactArgs(n int, names ...string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return UsageErrorf("%q needs exactly %d argument(s) (%s), got %d", c.CommandPath(), n, strings.Join(names, ", "), len(args))
+		}
+		return nil
+	}
+}
+
+// MinArgs requires at least n positional arguments.
+func MinArgs(n int, name string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < n {
+			return UsageErrorf("%q needs at least %d %s", c.CommandPath(), n, name)
+		}
+		return nil
+	}
+}
+
+// Execute runs the command line and returns the exit code, printing any error
+// once to stderr the way kubectl does.
+func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(context.Background())
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCode(err)
+	msg := err.Error()
+	// A bare API or connection error reads as kubectl prints it; wrapped ones
+	// already carry their context.
+	if m, ok := cmdutil.StandardErrorMessage(unwrapExit(err)); ok {
+		msg = m
+	}
+	if !strings.HasPrefix(msg, "error: ") && !strings.HasPrefix(msg, "Error from server") {
+		msg = "error: " + msg
+	}
+	fmt.Fprintln(streams.ErrOut, strings.TrimRight(msg, "\n"))
+	if code == ExitUsage && cmd != nil {
+		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+func unwrapExit(err error) error {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// Main is the whole of a plugin's main function.
+func Main(newRoot func(genericiooptions.IOStreams) *cobra.Command) {
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	os.Exit(Execute(newRoot(streams), os.Args[1:], streams))
+}

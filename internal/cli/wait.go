@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// Check looks at every object the wait watches and says whether the wait is
+// over, and what the state is in words (shown as progress and in the error
+// when time runs out).
+type Check func(objs []any) (done bool, state string, err error)
+
+// WaitFor watches the objects of lw (a list and watch, usually narrowed to
+// one object by a field selector) until check says done, or until timeout
+// (0: no limit). A timeout returns an ExitError with code 4 naming the last
+// observed state.
+func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example runtime.Object, timeout time.Duration, p *Progress, check Check) error {
+	var store cache.Store
+	last := "nothing observed yet"
+	eval := func() (bool, error) {
+		done, state, err := check(store.List())
+		if err != nil {
+			return false, err
+		}
+		last = state
+		p.Update("%s: %s", what, state)
+		return done, nil
+	}
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
+	defer cancel()
+	_, err := watchtools.UntilWithSync(ctx, lw, example,
+		func(s cache.Store) (bool, error) { store = s; return eval() },
+		func(watch.Event) (bool, error) { return eval() })
+	if err == nil {
+		p.Done("%s: %s", what, last)
+		return nil
+	}
+	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
+		p.Done("%s: gave up after %s", what, timeout)
+		return TimedOut(fmt.Errorf("timed out after %s waiting for %s; last state: %s", timeout, what, last))
+	}
+	return fmt.Errorf("waiting for %s: %w", what, err)
+}

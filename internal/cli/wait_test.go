@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// plainListWatch is a list and watch without watch-list streaming, which a
+// fake watcher cannot serve.
+type plainListWatch struct{ *cache.ListWatch }
+
+func (plainListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// listWatch serves one list and then the events sent on the returned watcher.
+func listWatch(initial ...corev1.ConfigMap) (cache.ListerWatcher, *watch.FakeWatcher) {
+	w := watch.NewFakeWithChanSize(10, false)
+	return plainListWatch{&cache.ListWatch{
+		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: initial}, nil
+		},
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return w, nil },
+	}}, w
+}
+
+func phaseCheck(want string) Check {
+	return func(objs []any) (bool, string, error) {
+		if len(objs) == 0 {
+			return false, "absent", nil
+		}
+		phase := objs[0].(*corev1.ConfigMap).Data["phase"]
+		return phase == want, "phase " + phase, nil
+	}
+}
+
+func cm(phase, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", ResourceVersion: rv}, Data: map[string]string{"phase": phase}}
+}
+
+func TestWaitForEndsWhenTheCheckPasses(t *testing.T) {
+	lw, w := listWatch(*cm("Joining", "1"))
+	var once sync.Once
+	check := func(objs []any) (bool, string, error) {
+		done, state, err := phaseCheck("Running")(objs)
+		// The object changes only once the wait has seen its first state.
+		once.Do(func() { go w.Modify(cm("Running", "2")) })
+		return done, state, err
+	}
+	var buf bytes.Buffer
+	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Minute, NewProgress(&buf), check)
+	assert.NilError(t, err)
+	assert.Assert(t, bytes.Contains(buf.Bytes(), []byte("spoke x: phase Joining\n")), buf.String())
+	assert.Assert(t, bytes.Contains(buf.Bytes(), []byte("spoke x: phase Running\n")), buf.String())
+}
+
+func TestWaitForTimesOutWithExit4AndLastState(t *testing.T) {
+	lw, _ := listWatch(*cm("Joining", "1"))
+	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Second, nil, phaseCheck("Running"))
+	assert.Equal(t, ExitCode(err), ExitTimedOut)
+	assert.ErrorContains(t, err, "last state: phase Joining")
+}
+
+func TestWaitForPassesCheckErrors(t *testing.T) {
+	lw, _ := listWatch(*cm("Joining", "1"))
+	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Minute, nil, func([]any) (bool, string, error) {
+		return false, "", fmt.Errorf("spoke x is owned by a Compute Pool")
+	})
+	assert.ErrorContains(t, err, "Compute Pool")
+	assert.Equal(t, ExitCode(err), ExitFailed)
+}

@@ -1,0 +1,31 @@
+// Package fleetdrain is `kubectl fleetdrain`: taking capacity out of service,
+// nodes inside a cluster and whole spokes out of a fleet's placements.
+package fleetdrain
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// NewCmdFleetdrain builds `kubectl fleetdrain` and its subcommands.
+func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := cli.NewRoot(cli.Plugin{
+		Name:  "fleetdrain",
+		Short: "Drain nodes of a cluster, or a spoke out of the fleet, and give them back",
+		Long: templates.LongDesc(`
+			Take capacity out of service safely: drain nodes like kubectl drain
+			(several at once, within every PodDisruptionBudget, with a plan first),
+			or drain a whole spoke cluster out of the fleet's placements.
+
+			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
+			before anything was changed, 4 changed but the wait timed out (run
+			the same command again to finish).`),
+		Example: templates.Examples(`
+			# Show the plugin version
+			kubectl fleetdrain version`),
+	}, streams)
+	return root
+}

@@ -1,0 +1,34 @@
+// Package park is `kubectl park`: parking a Cluster API cluster's workers at
+// zero, bringing them back, and reading the cluster's health.
+package park
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// NewCmdPark builds `kubectl park` and its subcommands.
+func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := cli.NewRoot(cli.Plugin{
+		Name:  "park",
+		Short: "Park a Cluster API cluster's workers at zero, resume them, read its health",
+		Long: templates.LongDesc(`
+			Stop paying for a Cluster API cluster's workers without losing the
+			cluster: park scales every worker pool to zero and records what it
+			was, resume brings back exactly that.
+
+			Run it against the platform cluster, in the namespace of the
+			cluster's Environment (-n).
+
+			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
+			before anything was changed, 4 changed but the wait timed out (run
+			the same command again to finish).`),
+		Example: templates.Examples(`
+			# Show the plugin version
+			kubectl park version`),
+	}, streams)
+	return root
+}

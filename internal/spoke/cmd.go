@@ -1,0 +1,34 @@
+// Package spoke is `kubectl spoke`: the lifecycle of the spoke clusters of an
+// Open Cluster Management hub, driven through the FleetConfig Spoke resource.
+package spoke
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// NewCmdSpoke builds `kubectl spoke` and its subcommands.
+func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := cli.NewRoot(cli.Plugin{
+		Name:  "spoke",
+		Short: "Add, inspect, rotate and remove the spoke clusters of a fleet hub",
+		Long: templates.LongDesc(`
+			Manage the spoke clusters registered to an Open Cluster Management hub
+			through FleetConfig Spoke resources.
+
+			Run it against the hub cluster: the kubeconfig flags select the hub,
+			and -n the namespace of the fleet's release (by default the namespace
+			of the fleet's Hub resource).
+
+			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
+			before anything was changed, 4 changed but the wait timed out (run
+			the same command again to finish).`),
+		Example: templates.Examples(`
+			# Show the plugin version
+			kubectl spoke version`),
+	}, streams)
+	return root
+}
