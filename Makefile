@@ -50,7 +50,7 @@ e2e: build e2e-tools ## End-to-end tests: the built plugins through kubectl agai
 	  rc=$$?; pkill -f $(E2E_WORKDIR) 2>/dev/null; exit $$rc
 
 generate: e2e-tools ## Regenerate the Spoke and Hub CRDs from internal/api
-	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/... output:crd:dir=internal/api/crds
+	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=internal/api/crds
 
 lint: ## gofmt and go vet (including the e2e build tag)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,4 +125,25 @@ func TestCompletionThroughKubectl(t *testing.T) {
 
 	r = kubectl(t, c, "__complete", "spoke", "version", "-n", "")
 	assert.Check(t, is.Contains(r.Stdout, "kube-system"), "namespaces come from the cluster: %s", r)
+}
+
+// The Spoke and Hub CRDs are generated from internal/api/fleetconfig; a
+// change to the types without `make generate` fails here.
+func TestGeneratedCRDsAreUpToDate(t *testing.T) {
+	root, err := harness.RepoRoot()
+	assert.NilError(t, err)
+	out := t.TempDir()
+	goBin, err := exec.LookPath("go")
+	assert.NilError(t, err, "controller-gen loads packages with the go command")
+	c := harness.Command{Tools: env.Tools, Home: t.TempDir(), Env: append(os.Environ(), "PATH="+env.Tools.Path()+string(os.PathListSeparator)+filepath.Dir(goBin))}
+	r, err := c.RunIn(ctx(t), root, filepath.Join(env.Tools.Bin, "controller-gen"), "crd", "paths=./internal/api/fleetconfig/...", "output:crd:dir="+out)
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, name := range []string{"fleetconfig.open-cluster-management.io_spokes.yaml", "fleetconfig.open-cluster-management.io_hubs.yaml"} {
+		want, err := os.ReadFile(filepath.Join(out, name))
+		assert.NilError(t, err)
+		got, err := os.ReadFile(filepath.Join(root, "internal", "api", "crds", name))
+		assert.NilError(t, err)
+		assert.Check(t, string(got) == string(want), "internal/api/crds/%s is stale: run `make generate`", name)
+	}
 }

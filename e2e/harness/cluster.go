@@ -60,15 +60,15 @@ func OpenEnv(dir string) (*Env, error) {
 	return &Env{Tools: tools, Workdir: dir}, nil
 }
 
-// DeleteAll deletes every cluster kwokctl knows in the workdir, including
-// those of an earlier process.
+// DeleteAll deletes every cluster in the workdir, including those of an
+// earlier process.
 func (e *Env) DeleteAll(ctx context.Context) error {
-	out, err := e.output(ctx, "get", "clusters")
-	if err != nil {
+	entries, err := os.ReadDir(filepath.Join(e.Workdir, "clusters"))
+	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range strings.Fields(string(out)) {
-		if err := e.run(ctx, "delete", "cluster", "--name", name); err != nil {
+	for _, d := range entries {
+		if err := e.run(ctx, d.Name(), "delete", "cluster", "--name", d.Name()); err != nil {
 			return err
 		}
 	}
@@ -85,9 +85,10 @@ func (e *Env) Close() {
 	e.clusters = nil
 	e.mu.Unlock()
 	for _, c := range clusters {
-		if out, err := e.Tools.kwokctl(e.Workdir, "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
+		if out, err := e.Tools.kwokctl(e.clusterDir(c.Name), "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "deleting cluster %s: %v\n%s", c.Name, err, out)
 		}
+		releasePorts(c.ports)
 	}
 	_ = os.RemoveAll(e.Workdir)
 }
@@ -102,6 +103,7 @@ type Cluster struct {
 	Kube       kubernetes.Interface
 	Dynamic    dynamic.Interface
 	env        *Env
+	ports      []int
 }
 
 // Context is the kubeconfig context name of the cluster.
@@ -116,10 +118,19 @@ func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
 	// kwokctl also writes the context into --kubeconfig; point it at a scratch
 	// file so the user's ~/.kube/config is never touched.
 	scratch := filepath.Join(e.Workdir, "kwokctl-"+name+".kubeconfig")
-	if err := e.run(ctx, "create", "cluster", "--name", name, "--kubeconfig", scratch, "--wait", "2m"); err != nil {
+	ports, err := reservePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	c.ports = ports
+	config := filepath.Join(e.Workdir, name+".kwokctl.yaml")
+	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "2m"); err != nil {
 		return nil, fmt.Errorf("starting cluster %s: %w", name, err)
 	}
-	out, err := e.output(ctx, "get", "kubeconfig", "--name", name)
+	out, err := e.output(ctx, name, "get", "kubeconfig", "--name", name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig of cluster %s: %w", name, err)
 	}
@@ -170,7 +181,7 @@ func (c *Cluster) waitServing(ctx context.Context) error {
 
 // Stop stops the cluster's control plane: its API server no longer answers.
 func (c *Cluster) Stop(ctx context.Context) error {
-	if err := c.env.run(ctx, "stop", "cluster", "--name", c.Name); err != nil {
+	if err := c.env.run(ctx, c.Name, "stop", "cluster", "--name", c.Name); err != nil {
 		return fmt.Errorf("stopping cluster %s: %w", c.Name, err)
 	}
 	return nil
@@ -178,19 +189,25 @@ func (c *Cluster) Stop(ctx context.Context) error {
 
 // Start starts a stopped cluster again and waits until it serves.
 func (c *Cluster) Start(ctx context.Context) error {
-	if err := c.env.run(ctx, "start", "cluster", "--name", c.Name); err != nil {
+	if err := c.env.run(ctx, c.Name, "start", "cluster", "--name", c.Name); err != nil {
 		return fmt.Errorf("starting cluster %s: %w", c.Name, err)
 	}
 	return c.waitServing(ctx)
 }
 
-func (e *Env) run(ctx context.Context, args ...string) error {
-	_, err := e.output(ctx, args...)
+// clusterDir is the kwok workdir of one cluster. Each cluster has its own, so
+// clusters created in parallel never share (and race on) kwokctl's PKI.
+func (e *Env) clusterDir(name string) string {
+	return filepath.Join(e.Workdir, "clusters", name)
+}
+
+func (e *Env) run(ctx context.Context, cluster string, args ...string) error {
+	_, err := e.output(ctx, cluster, args...)
 	return err
 }
 
-func (e *Env) output(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := e.Tools.kwokctl(e.Workdir, args...)
+func (e *Env) output(ctx context.Context, cluster string, args ...string) ([]byte, error) {
+	cmd := e.Tools.kwokctl(e.clusterDir(cluster), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := runContext(ctx, cmd); err != nil {

@@ -45,7 +45,13 @@ func (c Command) Kubectl(ctx context.Context, args ...string) (Result, error) {
 
 // Run runs any program in the command's environment.
 func (c Command) Run(ctx context.Context, program string, args ...string) (Result, error) {
+	return c.RunIn(ctx, "", program, args...)
+}
+
+// RunIn runs a program in the command's environment from directory dir.
+func (c Command) RunIn(ctx context.Context, dir, program string, args ...string) (Result, error) {
 	cmd := exec.Command(program, args...)
+	cmd.Dir = dir
 	env := []string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}
 	cmd.Env = append(env, c.Env...)
 	cmd.Stdin = strings.NewReader(c.Stdin)

@@ -17,10 +17,10 @@ mkdir -p "$bin" "$cache"
 build() {
   local mod=$1; shift
   local key dir
-  key=$(cat "$here/$mod/go.mod" "$here/$mod/go.sum" "$here/build.sh" | sha256sum | cut -c1-16)
+  key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum"; echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
   if [[ ! -f $dir/.complete ]]; then
-    echo "e2e-tools: building $mod into $dir (first time only; the Kubernetes binaries take ~15 minutes on 2 cores)"
+    echo "e2e-tools: building $mod into $dir (first time only)"
     rm -rf "$dir" && mkdir -p "$dir"
     local spec name pkg start=$SECONDS
     for spec in "$@"; do
@@ -34,13 +34,14 @@ build() {
   for f in "$dir"/*; do ln -sfn "$f" "$bin/$(basename "$f")"; done
 }
 
-kube_version=$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/kubernetes/go.mod")
+kube_version=$(cd "$here/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
 kube_minor=$(echo "$kube_version" | cut -d. -f2)
-LDFLAGS="-s -w"
+# Stamp the release into the Kubernetes binaries: kwokctl and kubectl read it.
+kube_ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  LDFLAGS+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$kube_minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  kube_ldflags+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$kube_minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
-LDFLAGS=$LDFLAGS build kubernetes \
+LDFLAGS=$kube_ldflags build kubernetes \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \

@@ -1,24 +1,17 @@
-package api
+package fleetconfig
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The FleetConfig API (fleetconfig.open-cluster-management.io/v1beta1): only
-// the fields spokekit reads or writes, with the upstream defaults, enums and
-// validation. internal/api/crds is generated from these types (make generate).
-//
-// +kubebuilder:object:generate=false
-// +groupName=fleetconfig.open-cluster-management.io
-
-// FleetConfigGroupVersion is the group and version of Spoke and Hub.
-var FleetConfigGroupVersion = schema.GroupVersion{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1"}
+// GroupVersion is the group and version of Spoke and Hub.
+var GroupVersion = schema.GroupVersion{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1"}
 
 // SpokeResource and HubResource are the resources of Spoke and Hub.
 var (
-	SpokeResource = FleetConfigGroupVersion.WithResource("spokes")
-	HubResource   = FleetConfigGroupVersion.WithResource("hubs")
+	SpokeResource = GroupVersion.WithResource("spokes")
+	HubResource   = GroupVersion.WithResource("hubs")
 )
 
 // Well-known FleetConfig names.

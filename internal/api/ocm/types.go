@@ -1,12 +1,12 @@
-package api
+// Package ocm holds the Open Cluster Management kinds spokekit reads and
+// writes, reduced to the fields it uses. Objects are read with the dynamic
+// client and converted.
+package ocm
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// The Open Cluster Management kinds spokekit reads and writes, reduced to the
-// fields it uses. Objects are read with the dynamic client and converted.
 
 // OCM resources.
 var (

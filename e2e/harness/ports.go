@@ -1,0 +1,80 @@
+package harness
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// kwokctl scans for free ports downward from the same number in every
+// process, so clusters created at once (by parallel test packages) would pick
+// the same ones; and a stopped cluster's ports look free to the next. The
+// harness picks random ports instead and reserves each with a file created
+// exclusively in a machine-wide directory until the cluster is deleted.
+var portDir = filepath.Join(os.TempDir(), "spokekit-ports")
+
+const (
+	portMin   = 20000
+	portRange = 12000
+)
+
+// reservePorts reserves n free TCP ports on the loopback interface.
+func reservePorts(n int) ([]int, error) {
+	if err := os.MkdirAll(portDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", portDir, err)
+	}
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			releasePorts(ports)
+			return nil, fmt.Errorf("no free ports found in %d-%d", portMin, portMin+portRange)
+		}
+		p := portMin + rand.IntN(portRange)
+		f, err := os.OpenFile(filepath.Join(portDir, strconv.Itoa(p)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			continue
+		}
+		_ = f.Close()
+		if !portFree(p) {
+			releasePorts([]int{p})
+			continue
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+func releasePorts(ports []int) {
+	for _, p := range ports {
+		_ = os.Remove(filepath.Join(portDir, strconv.Itoa(p)))
+	}
+}
+
+func portFree(p int) bool {
+	for _, host := range []string{"127.0.0.1", ""} {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+	}
+	return true
+}
+
+// kwokctlConfig is a kwokctl configuration that pins every port the binary
+// runtime opens.
+func kwokctlConfig(ports []int) string {
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  etcdPeerPort: %d
+  etcdPort: %d
+  kubeApiserverPort: %d
+  kwokControllerPort: %d
+  kubeControllerManagerPort: %d
+  kubeSchedulerPort: %d
+`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+}
