@@ -47,7 +47,7 @@ e2e-tools: ## Build the pinned control-plane, kubectl, kwok and controller-gen b
 e2e: build e2e-tools ## End-to-end tests: the built plugins through kubectl against kwokctl clusters
 	@mkdir -p $(E2E_WORKDIR)
 	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -count=1 -p 2 -timeout 45m ./e2e/... ; \
-	  rc=$$?; pkill -f $(E2E_WORKDIR) 2>/dev/null; exit $$rc
+	  rc=$$?; pkill -f '$(E2E_WORKDIR)/run-[0-9]' 2>/dev/null; exit $$rc # the pattern cannot match this shell
 
 generate: e2e-tools ## Regenerate the Spoke and Hub CRDs from internal/api
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=internal/api/crds
