@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
+	goflag "flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -73,9 +76,19 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	flags := root.PersistentFlags()
 	configFlags.AddFlags(flags)
 	matchVersion.AddFlags(flags)
+	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
+}
+
+// addLogFlags adds kubectl's -v/--v, so `-v=6` shows the requests a command
+// makes, as it does in kubectl.
+func addLogFlags(flags *pflag.FlagSet) {
+	gf := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(gf)
+	flags.AddGoFlag(gf.Lookup("v"))
+	flags.AddGoFlag(gf.Lookup("vmodule"))
 }
 
 func registerGlobalCompletions(root *cobra.Command, f *Factory) {

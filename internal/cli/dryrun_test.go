@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+)
+
+func TestDryRunStrategy(t *testing.T) {
+	cases := map[string]DryRun{"none": DryRunNone, "client": DryRunClient, "server": DryRunServer}
+	for value, want := range cases {
+		cmd := &cobra.Command{}
+		AddDryRunFlag(cmd)
+		assert.NilError(t, cmd.Flags().Set("dry-run", value))
+		got, err := GetDryRun(cmd)
+		assert.NilError(t, err)
+		assert.Equal(t, got, want, value)
+	}
+	assert.DeepEqual(t, DryRunOption(DryRunServer), []string{"All"})
+	assert.Assert(t, DryRunOption(DryRunClient) == nil)
+}
+
+func TestDryRunRejectsUnknownValue(t *testing.T) {
+	cmd := &cobra.Command{}
+	AddDryRunFlag(cmd)
+	assert.NilError(t, cmd.Flags().Set("dry-run", "maybe"))
+	_, err := GetDryRun(cmd)
+	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.ErrorContains(t, err, "maybe")
+}
