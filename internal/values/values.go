@@ -520,3 +520,21 @@ func dropEntry(doc any, kind Kind, name string) error {
 	m.(map[string]any)[path[len(path)-1]] = keep
 	return nil
 }
+
+// EntryValues decodes the entry named name, as the chart sees it (aliases
+// and merge keys resolved); nil when there is none.
+func EntryValues(src []byte, kind Kind, name string) (map[string]any, error) {
+	l, err := find(src, kind)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.Index(l.names(), name)
+	if i < 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := l.seq.Content[i].Decode(&m); err != nil {
+		return nil, fmt.Errorf("reading entry %s of %s: %w", name, kind.ListPath(), err)
+	}
+	return m, nil
+}

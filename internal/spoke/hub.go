@@ -1,0 +1,228 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// FieldManager is the server-side apply field manager of kubectl spoke.
+const FieldManager = "kubectl-spoke"
+
+// Hub is the hub cluster as the commands use it: clients and the release
+// namespace where Spokes and their kubeconfig secrets live.
+type Hub struct {
+	Dynamic   dynamic.Interface
+	Kube      kubernetes.Interface
+	Namespace string
+	// ChunkSize is the page size of list requests.
+	ChunkSize int64
+}
+
+// NewHub builds the clients and resolves the namespace: -n when given;
+// otherwise the namespace of the fleet's Hub when there is exactly one;
+// otherwise the context's namespace.
+func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
+	dyn, err := f.DynamicClient()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the hub: %w", err)
+	}
+	kube, err := f.KubernetesClientSet()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the hub: %w", err)
+	}
+	h := &Hub{Dynamic: dyn, Kube: kube, ChunkSize: 500}
+	ns, explicit, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	h.Namespace = ns
+	if explicit {
+		return h, nil
+	}
+	hubs, err := dyn.Resource(fleetconfig.HubResource).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("looking for the fleet's Hub to find the release namespace: %w", err)
+	}
+	if err == nil && len(hubs.Items) == 1 {
+		h.Namespace = hubs.Items[0].GetNamespace()
+	}
+	return h, nil
+}
+
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// getInto reads one object; found is false when it does not exist.
+func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, fromUnstructured(u, into)
+}
+
+// Spoke reads a Spoke of the release namespace; nil when it does not exist.
+func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+	var s fleetconfig.Spoke
+	found, err := h.getInto(ctx, h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(h.Namespace), name, &s)
+	if err != nil || !found {
+		return nil, wrapRead(err, "Spoke", h.Namespace, name)
+	}
+	return &s, nil
+}
+
+// ManagedCluster reads a ManagedCluster; nil when it does not exist.
+func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedCluster, error) {
+	var mc ocm.ManagedCluster
+	found, err := h.getInto(ctx, h.Dynamic.Resource(ocm.ManagedClusterResource), name, &mc)
+	if err != nil || !found {
+		return nil, wrapRead(err, "ManagedCluster", "", name)
+	}
+	return &mc, nil
+}
+
+// Secret reads a secret of the release namespace; nil when it does not exist.
+func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapRead(err, "Secret", h.Namespace, name)
+	}
+	return s, nil
+}
+
+// Hubs lists the fleet Hubs of the release namespace.
+func (h *Hub) Hubs(ctx context.Context) ([]fleetconfig.Hub, error) {
+	l, err := h.Dynamic.Resource(fleetconfig.HubResource).Namespace(h.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Hubs in %s: %w", h.Namespace, err)
+	}
+	out := make([]fleetconfig.Hub, len(l.Items))
+	for i := range l.Items {
+		if err := fromUnstructured(&l.Items[i], &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func wrapRead(err error, kind, ns, name string) error {
+	if err == nil {
+		return nil
+	}
+	if ns != "" {
+		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+	}
+	return fmt.Errorf("reading %s %s: %w", kind, name, err)
+}
+
+// listAll lists every object of a resource, page by page.
+func (h *Hub) listAll(ctx context.Context, gvr schema.GroupVersionResource, ns string, each func(*unstructured.Unstructured) error) error {
+	var ri dynamic.ResourceInterface = h.Dynamic.Resource(gvr)
+	if ns != "" {
+		ri = h.Dynamic.Resource(gvr).Namespace(ns)
+	}
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return ri.List(ctx, opts)
+	})
+	p.PageSize = h.ChunkSize
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		return each(obj.(*unstructured.Unstructured))
+	})
+}
+
+// Spokes lists every Spoke of the release namespace.
+func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
+	var out []fleetconfig.Spoke
+	err := h.listAll(ctx, fleetconfig.SpokeResource, h.Namespace, func(u *unstructured.Unstructured) error {
+		var s fleetconfig.Spoke
+		if err := fromUnstructured(u, &s); err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing Spokes in %s: %w", h.Namespace, err)
+	}
+	return out, nil
+}
+
+// ManagedClusters lists every ManagedCluster.
+func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
+	var out []ocm.ManagedCluster
+	err := h.listAll(ctx, ocm.ManagedClusterResource, "", func(u *unstructured.Unstructured) error {
+		var mc ocm.ManagedCluster
+		if err := fromUnstructured(u, &mc); err != nil {
+			return err
+		}
+		out = append(out, mc)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
+	}
+	return out, nil
+}
+
+// ManifestWorks lists the ManifestWorks in a cluster's namespace.
+func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
+	var out []ocm.ManifestWork
+	err := h.listAll(ctx, ocm.ManifestWorkResource, cluster, func(u *unstructured.Unstructured) error {
+		var w ocm.ManifestWork
+		if err := fromUnstructured(u, &w); err != nil {
+			return err
+		}
+		out = append(out, w)
+		return nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
+	}
+	return out, nil
+}
+
+// applySpoke server-side applies a Spoke as kubectl-spoke.
+func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) (*fleetconfig.Spoke, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	u, err := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(dryRun)})
+	if err != nil {
+		return nil, fmt.Errorf("applying Spoke %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	var out fleetconfig.Spoke
+	return &out, fromUnstructured(u, &out)
+}
+
+// errGone marks a wait that ended because the object is gone.
+var errGone = errors.New("gone")
