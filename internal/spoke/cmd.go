@@ -40,6 +40,9 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdAdd(f, streams),
 		NewCmdList(f, streams),
 		NewCmdGet(f, streams),
+		NewCmdStatus(f, streams),
+		NewCmdRemove(f, streams),
+		NewCmdForceRemove(f, streams),
 	)
 	return root
 }
