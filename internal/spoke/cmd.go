@@ -43,6 +43,8 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdStatus(f, streams),
 		NewCmdRemove(f, streams),
 		NewCmdForceRemove(f, streams),
+		NewCmdRotateKubeconfig(f, streams),
+		NewCmdSet(f, streams),
 	)
 	return root
 }
