@@ -3,8 +3,8 @@ package spoke
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
@@ -142,32 +141,46 @@ func wrapRead(err error, kind, ns, name string) error {
 	return fmt.Errorf("reading %s %s: %w", kind, name, err)
 }
 
-// listAll lists every object of a resource, page by page.
-func (h *Hub) listAll(ctx context.Context, gvr schema.GroupVersionResource, ns string, each func(*unstructured.Unstructured) error) error {
-	var ri dynamic.ResourceInterface = h.Dynamic.Resource(gvr)
+// listAll lists every object of a resource, page by page, decoding each
+// page straight into typed items (no unstructured detour: on thousands of
+// spokes the conversion costs more than the requests).
+func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns string) ([]T, error) {
+	path := []string{"/apis", gvr.Group, gvr.Version}
 	if ns != "" {
-		ri = h.Dynamic.Resource(gvr).Namespace(ns)
+		path = append(path, "namespaces", ns)
 	}
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return ri.List(ctx, opts)
-	})
-	p.PageSize = h.ChunkSize
-	return p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		return each(obj.(*unstructured.Unstructured))
-	})
+	path = append(path, gvr.Resource)
+	var out []T
+	token := ""
+	for {
+		req := h.Kube.CoreV1().RESTClient().Get().AbsPath(path...).SetHeader("Accept", "application/json")
+		if h.ChunkSize > 0 {
+			req = req.Param("limit", strconv.FormatInt(h.ChunkSize, 10))
+		}
+		if token != "" {
+			req = req.Param("continue", token)
+		}
+		raw, err := req.DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []T             `json:"items"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("decoding the list of %s: %w", gvr.Resource, err)
+		}
+		out = append(out, page.Items...)
+		if token = page.Metadata.Continue; token == "" {
+			return out, nil
+		}
+	}
 }
 
 // Spokes lists every Spoke of the release namespace.
 func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
-	var out []fleetconfig.Spoke
-	err := h.listAll(ctx, fleetconfig.SpokeResource, h.Namespace, func(u *unstructured.Unstructured) error {
-		var s fleetconfig.Spoke
-		if err := fromUnstructured(u, &s); err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
+	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, h.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("listing Spokes in %s: %w", h.Namespace, err)
 	}
@@ -176,15 +189,7 @@ func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
 
 // ManagedClusters lists every ManagedCluster.
 func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
-	var out []ocm.ManagedCluster
-	err := h.listAll(ctx, ocm.ManagedClusterResource, "", func(u *unstructured.Unstructured) error {
-		var mc ocm.ManagedCluster
-		if err := fromUnstructured(u, &mc); err != nil {
-			return err
-		}
-		out = append(out, mc)
-		return nil
-	})
+	out, err := listAll[ocm.ManagedCluster](ctx, h, ocm.ManagedClusterResource, "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
 	}
@@ -193,15 +198,7 @@ func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error)
 
 // ManifestWorks lists the ManifestWorks in a cluster's namespace.
 func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
-	var out []ocm.ManifestWork
-	err := h.listAll(ctx, ocm.ManifestWorkResource, cluster, func(u *unstructured.Unstructured) error {
-		var w ocm.ManifestWork
-		if err := fromUnstructured(u, &w); err != nil {
-			return err
-		}
-		out = append(out, w)
-		return nil
-	})
+	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
 	}
@@ -223,6 +220,3 @@ func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.D
 	var out fleetconfig.Spoke
 	return &out, fromUnstructured(u, &out)
 }
-
-// errGone marks a wait that ended because the object is gone.
-var errGone = errors.New("gone")

@@ -63,6 +63,15 @@ type Fleet struct {
 
 	mu     sync.Mutex
 	errors []error
+	// running is held while reconciling; Pause holds it to keep the
+	// stand-in's own requests out of a measurement.
+	running sync.Mutex
+}
+
+// Pause stops reconciling until the returned function is called.
+func (f *Fleet) Pause() (resume func()) {
+	f.running.Lock()
+	return f.running.Unlock
 }
 
 // Start runs the stand-in on the hub until ctx ends. It resyncs every
@@ -85,7 +94,9 @@ func (f *Fleet) loop(ctx context.Context) {
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
 	for {
+		f.running.Lock()
 		f.reconcileAll(ctx)
+		f.running.Unlock()
 		select {
 		case <-ctx.Done():
 			return
