@@ -14,15 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
 // releaseNamespace is where the fleet's Hub, Spokes and secrets live.
@@ -58,7 +52,7 @@ func run(m *testing.M) int {
 		if err := harness.InstallHubCRDs(gctx, hub); err != nil {
 			return err
 		}
-		return createFleet(gctx)
+		return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")
 	})
 	g.Go(func() (err error) { spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
 	g.Go(func() (err error) { spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
@@ -75,33 +69,4 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "fleet stand-in:", err)
 	}
 	return code
-}
-
-// createFleet creates the fleet as the chart installs it: the release
-// namespace and a Hub owned by the Helm release "mural".
-func createFleet(ctx context.Context) error {
-	if _, err := hub.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	h := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Hub",
-		"metadata": map[string]any{
-			"name": "hub", "namespace": releaseNamespace,
-			"labels":      map[string]any{fleetconfig.ManagedByLabel: "Helm"},
-			"annotations": map[string]any{fleetconfig.HelmReleaseNameAnnotation: "mural", fleetconfig.HelmReleaseNamespaceAnnotation: releaseNamespace},
-		},
-		"spec": map[string]any{"kubeconfig": map[string]any{"inCluster": true}},
-	}}
-	// An Established CRD can take a moment more to be served.
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := hub.Dynamic.Resource(fleetconfig.HubResource).Namespace(releaseNamespace).Create(ctx, h, metav1.CreateOptions{})
-		return err == nil, ignoreNotFound(err)
-	})
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
