@@ -355,35 +355,22 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) erro
 	if ref == nil || ref.Name != secretName(o.Name) {
 		return cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
-	old, err := o.storedIdentity(ctx, ref.Name)
-	if err != nil {
-		return err
-	}
-	if old != nil {
-		if same, by := old.SameAs(id); !same {
+	if kc, _, err := o.hub.StoredKubeconfig(ctx, s); err == nil {
+		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 			return cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
 		}
 	}
 	return nil
 }
 
-// storedIdentity is the identity of the cluster a secret's kubeconfig
-// reaches: asked of the cluster when it answers, else from URL and CA.
-// nil when the secret does not exist or holds no kubeconfig.
-func (o *AddOptions) storedIdentity(ctx context.Context, name string) (*kubeconfig.Identity, error) {
-	sec, err := o.hub.Secret(ctx, name)
-	if err != nil || sec == nil {
-		return nil, err
-	}
-	old, err := kubeconfig.Parse(sec.Data[fleetconfig.DefaultKubeconfigKey], "secret "+name)
+// reachOrOffline is the identity of the cluster a kubeconfig reaches: asked
+// of the cluster when it answers, else from its URL and CA.
+func reachOrOffline(ctx context.Context, kc *kubeconfig.Kubeconfig) kubeconfig.Identity {
+	id, err := kc.Reach(ctx)
 	if err != nil {
-		return nil, nil
+		return kc.OfflineIdentity()
 	}
-	id, err := old.Reach(ctx)
-	if err != nil {
-		id = old.OfflineIdentity()
-	}
-	return &id, nil
+	return id
 }
 
 func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfig.Identity) error {
@@ -407,12 +394,8 @@ func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfi
 	case bytes.Equal(existing.Data[fleetconfig.DefaultKubeconfigKey], data):
 		plan.secretStep = "unchanged"
 	default:
-		old, err := o.storedIdentity(ctx, plan.secret.Name)
-		if err != nil {
-			return err
-		}
-		if old != nil {
-			if same, by := old.SameAs(id); !same && !o.Overwrite {
+		if old, err := kubeconfig.Parse(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+plan.secret.Name); err == nil {
+			if same, by := reachOrOffline(ctx, old).SameAs(id); !same && !o.Overwrite {
 				return cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, by)
 			}
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
-	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // ForceRemoveOptions are the options of `kubectl spoke force-remove`.
@@ -137,15 +136,7 @@ func (h *Hub) reachable(ctx context.Context, s *fleetconfig.Spoke) string {
 	if err != nil || mc == nil || conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable) != string(metav1.ConditionTrue) {
 		return ""
 	}
-	ref := s.Spec.Kubeconfig.SecretReference
-	if ref == nil {
-		return ""
-	}
-	sec, err := h.Secret(ctx, ref.Name)
-	if err != nil || sec == nil {
-		return ""
-	}
-	kc, err := kubeconfig.Parse(sec.Data[fleetconfig.DefaultKubeconfigKey], "secret "+ref.Name)
+	kc, _, err := h.StoredKubeconfig(ctx, s)
 	if err != nil {
 		return ""
 	}

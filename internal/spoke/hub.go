@@ -19,6 +19,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // FieldManager is the server-side apply field manager of kubectl spoke.
@@ -92,6 +93,36 @@ func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error
 		return nil, wrapRead(err, "Spoke", h.Namespace, name)
 	}
 	return &s, nil
+}
+
+// ExistingSpoke reads a Spoke that must exist.
+func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+	s, err := h.Spoke(ctx, name)
+	if err == nil && s == nil {
+		err = fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
+	}
+	return s, err
+}
+
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the secret.
+func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
+	ref := s.Spec.Kubeconfig.SecretReference
+	if ref == nil {
+		return nil, nil, fmt.Errorf("spoke %s uses in-cluster credentials, not a kubeconfig secret", s.Name)
+	}
+	sec, err := h.Secret(ctx, ref.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sec == nil {
+		return nil, nil, fmt.Errorf("the kubeconfig secret %s/%s of spoke %s does not exist", h.Namespace, ref.Name, s.Name)
+	}
+	key := ref.KubeconfigKey
+	if key == "" {
+		key = fleetconfig.DefaultKubeconfigKey
+	}
+	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	return kc, sec, err
 }
 
 // ManagedCluster reads a ManagedCluster; nil when it does not exist.

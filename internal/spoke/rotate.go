@@ -110,12 +110,9 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.Spoke(ctx, o.Name)
+	s, err := hub.ExistingSpoke(ctx, o.Name)
 	if err != nil {
 		return err
-	}
-	if s == nil {
-		return fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", o.Name, hub.Namespace)
 	}
 	if err := refuseComputePool(s); err != nil {
 		return err
@@ -141,23 +138,12 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
 	}
-	sec, err := hub.Secret(ctx, ref.Name)
+	old, sec, err := hub.StoredKubeconfig(ctx, s)
 	if err != nil {
-		return err
-	}
-	if sec == nil {
-		return cli.Refusedf("secret %s/%s of spoke %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: use kubectl spoke add %s to store one", hub.Namespace, ref.Name, o.Name, o.Name)
-	}
-	old, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
-	if err != nil {
-		return cli.Refusedf("%w; nothing was changed", err)
+		return cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
 	}
 	oldCred, _ := old.Credential(now, 0)
-	oldID, err := old.Reach(ctx)
-	if err != nil {
-		oldID = old.OfflineIdentity()
-	}
-	same, by := oldID.SameAs(newID)
+	same, by := reachOrOffline(ctx, old).SameAs(newID)
 	if !same {
 		return cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
 	}

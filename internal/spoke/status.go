@@ -15,7 +15,6 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
-	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // SpokeStatus is what status prints about one spoke.
@@ -207,12 +206,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.Spoke(ctx, o.Name)
+	s, err := hub.ExistingSpoke(ctx, o.Name)
 	if err != nil {
 		return err
-	}
-	if s == nil {
-		return fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", o.Name, hub.Namespace)
 	}
 	mc, err := hub.ManagedCluster(ctx, o.Name)
 	if err != nil {
@@ -228,19 +224,10 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // credential reads the stored kubeconfig and describes its credential.
 func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) *CredentialReport {
-	ref := s.Spec.Kubeconfig.SecretReference
-	if ref == nil {
+	if s.Spec.Kubeconfig.SecretReference == nil {
 		return nil
 	}
-	sec, err := h.Secret(ctx, ref.Name)
-	if err != nil || sec == nil {
-		return &CredentialReport{Problem: fmt.Sprintf("secret %s cannot be read or does not exist", ref.Name)}
-	}
-	key := ref.KubeconfigKey
-	if key == "" {
-		key = fleetconfig.DefaultKubeconfigKey
-	}
-	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	kc, _, err := h.StoredKubeconfig(ctx, s)
 	if err != nil {
 		return &CredentialReport{Problem: err.Error()}
 	}
