@@ -66,5 +66,8 @@ demo-up: build e2e-tools ## Like demo, but leave the clusters running and print 
 demo-down: e2e-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
+bench: build ## Benchmarks on real local clusters (kubectl spoke list on 2,000 spokes against kubectl get)
+	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -run '^$$' -bench . ./e2e/...
+
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
 	rm -rf $(OUT)

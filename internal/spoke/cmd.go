@@ -10,9 +10,12 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
+// spokeResourceName is the resource completion looks up for NAME arguments.
+const spokeResourceName = "spokes.fleetconfig.open-cluster-management.io"
+
 // NewCmdSpoke builds `kubectl spoke` and its subcommands.
 func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
-	root, _ := cli.NewRoot(cli.Plugin{
+	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "spoke",
 		Short: "Add, inspect, rotate and remove the spoke clusters of a fleet hub",
 		Long: templates.LongDesc(`
@@ -27,8 +30,21 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 			before anything was changed, 4 changed but the wait timed out (run
 			the same command again to finish).`),
 		Example: templates.Examples(`
-			# Show the plugin version
-			kubectl spoke version`),
+			# Register a cluster and wait until it joined
+			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --values values.yaml --apply --wait
+
+			# See every spoke
+			kubectl spoke list`),
 	}, streams)
+	root.AddCommand(
+		NewCmdAdd(f, streams),
+		NewCmdList(f, streams),
+		NewCmdGet(f, streams),
+		NewCmdStatus(f, streams),
+		NewCmdRemove(f, streams),
+		NewCmdForceRemove(f, streams),
+		NewCmdRotateKubeconfig(f, streams),
+		NewCmdSet(f, streams),
+	)
 	return root
 }

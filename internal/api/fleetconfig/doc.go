@@ -6,4 +6,5 @@
 //
 // +kubebuilder:object:generate=false
 // +groupName=fleetconfig.open-cluster-management.io
+// +versionName=v1beta1
 package fleetconfig

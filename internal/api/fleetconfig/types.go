@@ -285,3 +285,19 @@ type HubStatus struct {
 	// +optional
 	Conditions []Condition `json:"conditions,omitempty"`
 }
+
+// Ownership marks the plugins read on a Spoke.
+const (
+	// ComputePoolKind is the kind of the owner of Spokes that a PaletteAI
+	// Compute Pool registers and deregisters by itself.
+	ComputePoolKind = "ComputePool"
+	// ComputePoolLabel names the Compute Pool that made a Spoke.
+	ComputePoolLabel = "spectrocloud.com/compute-pool"
+	// HelmReleaseNameAnnotation and HelmReleaseNamespaceAnnotation name the
+	// Helm release that owns an object; ManagedByLabel is "Helm" on it.
+	HelmReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	HelmReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+	ManagedByLabel                 = "app.kubernetes.io/managed-by"
+	// HelmResourcePolicyAnnotation "keep" makes helm uninstall leave the object.
+	HelmResourcePolicyAnnotation = "helm.sh/resource-policy"
+)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
+)
+
+// demoValues is the release's values file the demo edits.
+const demoValues = `# values of the mural release (comments survive kubectl spoke's edits)
+fleetConfig:
+  spokes:
+  - name: hub-as-spoke   # the hub manages itself
+    kubeconfig: {inCluster: true}
+    ociRegistry:
+      endpoint: oci://registry.example.com/mural
+  hub:
+    name: hub
+`
+
+// spokeLifecycle adds both spokes, shows them, rotates a credential, and
+// removes one gracefully, with the fleet stand-in playing the controllers.
+func (d *Demo) spokeLifecycle(ctx context.Context) error {
+	fmt.Println("\n==> kubectl spoke: the spoke lifecycle on the hub (a stand-in plays the FleetConfig controller)")
+	if err := fleet.InstallRelease(ctx, d.hub.Config, "mural-system", "mural"); err != nil {
+		return err
+	}
+	standinCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if _, err := fleet.Start(standinCtx, d.hub.Config, "mural-system", 300*time.Millisecond); err != nil {
+		return err
+	}
+	values := filepath.Join(d.home, "values.yaml")
+	if err := os.WriteFile(values, []byte(demoValues), 0o644); err != nil {
+		return err
+	}
+	garbage := filepath.Join(d.home, "not-a-kubeconfig")
+	if err := os.WriteFile(garbage, []byte("hello"), 0o600); err != nil {
+		return err
+	}
+	steps := [][]string{
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--dry-run=client"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-2", "--spoke-kubeconfig", d.spoke2.Kubeconfig, "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--apply", "--wait"},
+		{"spoke", "list", "-o", "wide"},
+		{"spoke", "status", "spoke-2"},
+		{"spoke", "set", "spoke-2", "logVerbosity=2"},
+		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig},
+		{"spoke", "remove", "spoke-2", "--values", values, "--wait"},
+		{"spoke", "list"},
+	}
+	for _, args := range steps {
+		if err := d.kubectl(ctx, d.hub, args...); err != nil {
+			return err
+		}
+		if args[1] == "add" && strings.Contains(strings.Join(args, " "), "spoke-2") {
+			data, _ := os.ReadFile(values)
+			fmt.Printf("\n$ cat values.yaml\n%s", data)
+		}
+	}
+	refused := [][]string{
+		{"spoke", "add", "spoke-3", "--spoke-kubeconfig", garbage},
+		{"spoke", "set", "spoke-1", "hubRef.name=other"},
+		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", d.spoke2.Kubeconfig},
+		{"spoke", "force-remove", "spoke-1", "--yes"},
+	}
+	for _, args := range refused {
+		if err := d.expect(ctx, d.hub, 3, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/spokekit/spokekit/internal/kubeconfig"
+)
+
+func TestAddRefusesBadKubeconfigs(t *testing.T) {
+	jwt := func(exp time.Time) string {
+		// header {"alg":"RS256"}, payload {"exp":...}; the signature does not matter here.
+		payload := strings.TrimRight(b64url(`{"exp":`+itoa(exp.Unix())+`}`), "=")
+		return "eyJhbGciOiJSUzI1NiJ9." + payload + ".c2ln"
+	}
+	cases := []struct {
+		name    string
+		file    func(t *testing.T) string
+		wantErr string
+	}{
+		{"exec plugin", func(t *testing.T) string {
+			cfg := kubeconfigOf(t, spoke1)
+			u := currentUser(cfg)
+			u.ClientCertificateData, u.ClientKeyData = nil, nil
+			u.Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "aws-iam-authenticator", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+			return writeKubeconfig(t, cfg)
+		}, `runs the exec plugin "aws-iam-authenticator"`},
+		{"short-lived token", func(t *testing.T) string {
+			cfg := kubeconfigOf(t, spoke1)
+			u := currentUser(cfg)
+			u.ClientCertificateData, u.ClientKeyData = nil, nil
+			u.Token = jwt(time.Now().Add(time.Hour))
+			return writeKubeconfig(t, cfg)
+		}, "token of user"},
+		{"expired certificate", func(t *testing.T) string {
+			return writeKubeconfig(t, signedCert(t, spoke1, "expired", time.Now().Add(-time.Hour)))
+		}, "client certificate of user"},
+		{"certificate expiring within the minimum lifetime", func(t *testing.T) string {
+			return writeKubeconfig(t, signedCert(t, spoke1, "soon", time.Now().Add(30*24*time.Hour)))
+		}, "sooner than --min-credential-lifetime"},
+		{"unreachable server", func(t *testing.T) string {
+			cfg := kubeconfigOf(t, spoke1)
+			cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server = "https://127.0.0.1:1"
+			return writeKubeconfig(t, cfg)
+		}, "did not answer"},
+		{"missing context", func(t *testing.T) string {
+			cfg := kubeconfigOf(t, spoke1)
+			cfg.CurrentContext = "gone"
+			return writeKubeconfig(t, cfg)
+		}, `current-context "gone" is not defined`},
+		{"garbage", func(t *testing.T) string {
+			return writeFile(t, "garbage", "\x7fELF\x02\x01 certainly: [not a kubeconfig")
+		}, "is not a kubeconfig"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			values := writeFile(t, "values.yaml", valuesFile)
+			r := spoke(t, "add", "badconfig", "--spoke-kubeconfig", tc.file(t), "--values", values, "--apply")
+			assert.Equal(t, r.ExitCode, 3, r)
+			assert.Check(t, is.Contains(r.Stderr, tc.wantErr), r)
+			assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+			assert.Check(t, !strings.Contains(r.Stderr, "BEGIN"), "no credential in the error: %s", r)
+			assert.Equal(t, readFile(t, values), valuesFile, "the values file is untouched")
+			assert.Check(t, !secretExists(t, "badconfig"), "no secret was written")
+			assert.Check(t, spokeObject(t, "badconfig") == nil, "no Spoke was written")
+		})
+	}
+	t.Run("invalid name is a usage error", func(t *testing.T) {
+		r := spoke(t, "add", "Not_A_Name", "--spoke-kubeconfig", spoke1.Kubeconfig)
+		assert.Equal(t, r.ExitCode, 2, r)
+	})
+}
+
+func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
+	values := writeFile(t, "values.yaml", valuesFile)
+	r := addAndJoin(t, "spoke-1", spoke1, "--values", values)
+	assert.Check(t, is.Contains(r.Stdout, "joined and available"), r)
+
+	// The values file: one entry appended, every other byte as it was.
+	edited := readFile(t, values)
+	head := valuesFile[:strings.Index(valuesFile, "\n  hub:")]
+	head = strings.TrimRight(head, "\n") + "\n"
+	assert.Check(t, strings.HasPrefix(edited, head), edited)
+	assert.Check(t, strings.HasSuffix(edited, valuesFile[len(head):]), edited)
+	entry := strings.TrimSuffix(strings.TrimPrefix(edited, head), valuesFile[len(head):])
+	assert.Check(t, is.Contains(entry, "  - name: spoke-1\n"), entry)
+	assert.Check(t, is.Contains(entry, "secretReference:\n        name: spoke-1-kubeconfig"), entry)
+	assert.Check(t, is.Contains(entry, "forceInternalEndpointLookup: false"), entry)
+	assert.Check(t, is.Contains(entry, "endpoint: \"oci://registry.lab.example/mural\""), "ociRegistry copied: %s", entry)
+
+	// The secret holds the kubeconfig minified to its one context.
+	sec, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), "spoke-1-kubeconfig", metav1.GetOptions{})
+	assert.NilError(t, err)
+	kc, err := kubeconfig.Parse(sec.Data["kubeconfig"], "secret")
+	assert.NilError(t, err)
+	assert.Equal(t, kc.Server, spoke1.Config.Host)
+
+	r = spoke(t, "list")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`(?m)^NAME\s+PHASE\s+JOINED\s+AVAILABLE\s+AGE$`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+`, r.Stdout), r)
+
+	r = spoke(t, "get", "spoke-1", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r)
+	var list struct {
+		Items []struct {
+			Metadata                                   struct{ Name string }
+			Phase, Joined, Available, KubeconfigSecret string
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &list), r)
+	assert.Equal(t, len(list.Items), 1)
+	assert.Equal(t, list.Items[0].KubeconfigSecret, "spoke-1-kubeconfig")
+	assert.Equal(t, list.Items[0].Available, "True")
+
+	// Again: nothing changes.
+	before := spokeObject(t, "spoke-1").GetResourceVersion()
+	secretRV := sec.ResourceVersion
+	r = addAndJoin(t, "spoke-1", spoke1, "--values", values)
+	assert.Check(t, is.Contains(r.Stdout, "unchanged"), r)
+	assert.Check(t, is.Contains(r.Stdout, "entry already in fleetConfig.spokes"), r)
+	assert.Equal(t, readFile(t, values), edited)
+	assert.Equal(t, spokeObject(t, "spoke-1").GetResourceVersion(), before)
+	sec, err = hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), "spoke-1-kubeconfig", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, sec.ResourceVersion, secretRV)
+
+	// The name is now taken for any other cluster.
+	r = spoke(t, "add", "spoke-1", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "already exists for another cluster"), r)
+
+	r = spoke(t, "get", "spoke-1", "nope")
+	assert.Equal(t, r.ExitCode, 1, r)
+	assert.Check(t, is.Contains(r.Stderr, "not found: nope"), r)
+}
+
+func TestAddDryRunWritesNothingAndRedacts(t *testing.T) {
+	values := writeFile(t, "values.yaml", valuesFile)
+	for _, mode := range []string{"client", "server"} {
+		r := spoke(t, "add", "dry", "--spoke-kubeconfig", spoke2.Kubeconfig, "--values", values, "--apply", "--dry-run="+mode, "-o", "yaml")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stdout, "kind: Spoke\n"), r)
+		assert.Check(t, is.Contains(r.Stdout, "would be created"), r)
+		cfg := kubeconfigOf(t, spoke2)
+		assert.Check(t, !strings.Contains(r.Stdout, string(b64(currentUser(cfg).ClientKeyData))), "the key never shows")
+		assert.Check(t, !strings.Contains(r.Stdout, string(b64(currentUser(cfg).ClientCertificateData))), "the certificate never shows")
+		assert.Equal(t, readFile(t, values), valuesFile)
+		assert.Check(t, !secretExists(t, "dry"))
+		assert.Check(t, spokeObject(t, "dry") == nil)
+	}
+}

@@ -1,0 +1,177 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/keyutil"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// spoke runs `kubectl spoke ARGS -n mural-system` against the hub.
+func spoke(t testing.TB, args ...string) harness.Result {
+	t.Helper()
+	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
+	assert.NilError(t, err)
+	return r
+}
+
+// writeFile writes data into the test's temp dir and returns the path.
+func writeFile(t testing.TB, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
+	return p
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	return string(data)
+}
+
+// kubeconfigOf loads a cluster's admin kubeconfig for editing.
+func kubeconfigOf(t testing.TB, c *harness.Cluster) *clientcmdapi.Config {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	assert.NilError(t, err)
+	return cfg
+}
+
+func writeKubeconfig(t testing.TB, cfg *clientcmdapi.Config) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, clientcmd.WriteToFile(*cfg, p))
+	return p
+}
+
+func currentUser(cfg *clientcmdapi.Config) *clientcmdapi.AuthInfo {
+	return cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+}
+
+// signedCert returns a kubeconfig of c whose client certificate, for a new
+// user in system:masters, is signed by the cluster's CA and valid until notAfter.
+func signedCert(t testing.TB, c *harness.Cluster, user string, notAfter time.Time) *clientcmdapi.Config {
+	t.Helper()
+	// kwokctl keeps each cluster's PKI under its own workdir (harness: one per cluster).
+	dir := filepath.Join(env.Workdir, "clusters", c.Name, "clusters", c.Name, "pki")
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	assert.NilError(t, err)
+	block, _ := pem.Decode(caPEM)
+	ca, err := x509.ParseCertificate(block.Bytes)
+	assert.NilError(t, err)
+	caKey, err := keyutil.PrivateKeyFromFile(filepath.Join(dir, "ca.key"))
+	assert.NilError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	assert.NilError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: user, Organization: []string{"system:masters"}},
+		NotBefore:    time.Now().Add(-48 * time.Hour), NotAfter: notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	assert.NilError(t, err)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	assert.NilError(t, err)
+	cfg := kubeconfigOf(t, c)
+	u := currentUser(cfg)
+	u.ClientCertificateData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	u.ClientKeyData = keyPEM
+	return cfg
+}
+
+// spokeObject reads a Spoke of the release namespace; nil when absent.
+func spokeObject(t testing.TB, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace).Get(ctx(t), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+func managedCluster(t testing.TB, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// secretExists tells whether the spoke's kubeconfig secret exists.
+func secretExists(t testing.TB, name string) bool {
+	t.Helper()
+	_, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), name+"-kubeconfig", metav1.GetOptions{})
+	return err == nil
+}
+
+// valuesFile is a values file of the release with comments and quoting a
+// hand edit would have.
+const valuesFile = `# mural on the lab hub -- edited by hand, keep the comments
+fleetConfig:
+  enabled: true
+  timeout: 300 # seconds, for clusteradm
+  spokes:
+  # the hub itself
+  - name: hub-as-spoke
+    hubRef: {name: hub, namespace: ""}
+    kubeconfig:
+      inCluster: true
+    klusterlet:
+      mode: 'Default'
+      forceInternalEndpointLookup: true
+    cleanupConfig:
+      purgeKlusterletOperator: true
+      forceClusterDrain: false
+    ociRegistry:
+      endpoint: "oci://registry.lab.example/mural"  # mirrored nightly
+
+  hub:
+    name: hub   # the Hub resource
+image:
+  tag: "v0.2.4"
+`
+
+// addAndJoin adds a spoke for cluster c with --apply --wait and requires success.
+func addAndJoin(t testing.TB, name string, c *harness.Cluster, extra ...string) harness.Result {
+	t.Helper()
+	r := spoke(t, append([]string{"add", name, "--spoke-kubeconfig", c.Kubeconfig, "--apply", "--wait", "--timeout", "2m"}, extra...)...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	return r
+}
+
+func b64url(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+func b64(b []byte) string    { return base64.StdEncoding.EncodeToString(b) }
+func itoa(i int64) string    { return strconv.FormatInt(i, 10) }

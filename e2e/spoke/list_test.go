@@ -1,0 +1,172 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+// manyNamespace holds many Spokes made directly (no stand-in watches it).
+const (
+	manyNamespace = "fleet-many"
+	manySpokes    = 2000
+)
+
+var manyOnce sync.Once
+
+// ensureManySpokes creates 2,000 Spokes and their ManagedClusters directly.
+func ensureManySpokes(t testing.TB) {
+	t.Helper()
+	var err error
+	manyOnce.Do(func() { err = createMany(t) })
+	assert.NilError(t, err)
+}
+
+func createMany(t testing.TB) error {
+	c := ctx(t)
+	if _, err := hub.Kube.CoreV1().Namespaces().Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manyNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	g, gctx := errgroup.WithContext(c)
+	g.SetLimit(16)
+	for i := range manySpokes {
+		name := fmt.Sprintf("many-%04d", i)
+		g.Go(func() error {
+			s := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke",
+				"metadata": map[string]any{"name": name, "namespace": manyNamespace},
+				"spec": map[string]any{
+					"hubRef":     map[string]any{"name": "hub", "namespace": releaseNamespace},
+					"kubeconfig": map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
+				},
+			}}
+			if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(manyNamespace).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			mc := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+				"metadata": map[string]any{"name": name},
+				"spec":     map[string]any{"hubAcceptsClient": true},
+			}}
+			if _, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Create(gctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// listRequests reads the hub's count of LIST requests per resource from
+// the API server's metrics.
+func listRequests(t testing.TB) map[string]float64 {
+	t.Helper()
+	raw, err := hub.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t))
+	assert.NilError(t, err)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="LIST"`) {
+			continue
+		}
+		for _, res := range []string{"spokes", "managedclusters"} {
+			if strings.Contains(line, `resource="`+res+`"`) {
+				v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+				assert.NilError(t, err)
+				out[res] += v
+			}
+		}
+	}
+	return out
+}
+
+// countLists runs fn with the stand-in paused and returns the LIST
+// requests it made, per resource.
+func countLists(t testing.TB, fn func()) map[string]float64 {
+	t.Helper()
+	resume := standin.Pause()
+	defer resume()
+	before := listRequests(t)
+	fn()
+	after := listRequests(t)
+	for k := range after {
+		after[k] -= before[k]
+	}
+	return after
+}
+
+func pages(n, size int) float64 { return float64((n + size - 1) / size) }
+
+func TestListTwoThousandSpokesInPages(t *testing.T) {
+	ensureManySpokes(t)
+	mcs, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).List(ctx(t), metav1.ListOptions{})
+	assert.NilError(t, err)
+
+	var r, r200 struct{ out string }
+	reqs := countLists(t, func() {
+		res := spoke(t, "list", "-n", manyNamespace)
+		assert.Equal(t, res.ExitCode, 0, res)
+		r.out = res.Stdout
+	})
+	assert.Equal(t, strings.Count(r.out, "\n"), manySpokes+1, "a header and one row per spoke")
+	assert.Check(t, is.Regexp(`(?m)^many-1999\s+<none>\s+Unknown\s+Unknown\s+`, r.out))
+	assert.Equal(t, reqs["spokes"], pages(manySpokes, 500), "one paginated LIST of Spokes: %v", reqs)
+	assert.Equal(t, reqs["managedclusters"], pages(len(mcs.Items), 500), "one paginated LIST of ManagedClusters: %v", reqs)
+
+	reqs = countLists(t, func() {
+		res := spoke(t, "list", "-n", manyNamespace, "--chunk-size", "200", "-o", "name")
+		assert.Equal(t, res.ExitCode, 0, res)
+		r200.out = res.Stdout
+	})
+	assert.Equal(t, strings.Count(r200.out, "\n"), manySpokes)
+	assert.Equal(t, reqs["spokes"], pages(manySpokes, 200), "%v", reqs)
+}
+
+// BenchmarkList compares `kubectl spoke list` on 2,000 spokes with what it
+// replaces: `kubectl get spokes` plus `kubectl get managedclusters`.
+func BenchmarkList(b *testing.B) {
+	ensureManySpokes(b)
+	home := b.TempDir()
+	run := func(args ...string) {
+		r, err := hub.For(home).Kubectl(ctx(b), args...)
+		assert.NilError(b, err)
+		assert.Equal(b, r.ExitCode, 0, r)
+	}
+	var plugin, kubectl time.Duration
+	var requests float64
+	n := 0
+	for b.Loop() {
+		start := time.Now()
+		reqs := countLists(b, func() { run("spoke", "list", "-n", manyNamespace) })
+		plugin += time.Since(start)
+		requests += reqs["spokes"] + reqs["managedclusters"]
+		start = time.Now()
+		run("get", "spokes.fleetconfig.open-cluster-management.io", "-n", manyNamespace)
+		run("get", "managedclusters")
+		kubectl += time.Since(start)
+		n++
+	}
+	b.ReportMetric(float64(plugin.Milliseconds())/float64(n), "spoke-list-ms/op")
+	b.ReportMetric(float64(kubectl.Milliseconds())/float64(n), "kubectl-get-ms/op")
+	b.ReportMetric(float64(plugin)/float64(kubectl), "ratio")
+	b.ReportMetric(requests/float64(n), "list-requests/op")
+}

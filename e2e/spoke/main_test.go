@@ -1,0 +1,72 @@
+//go:build e2e
+
+// Package spoke tests `kubectl spoke` end to end: a hub and two spokes
+// (real kwokctl control planes), the fleet stand-in playing the FleetConfig
+// controller and OCM registration on the hub, and the built plugin run
+// through the built kubectl.
+package spoke
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
+)
+
+// releaseNamespace is where the fleet's Hub, Spokes and secrets live.
+const releaseNamespace = "mural-system"
+
+var (
+	env            *harness.Env
+	hub            *harness.Cluster
+	spoke1, spoke2 *harness.Cluster
+	standin        *fleet.Fleet
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	setup, done := context.WithTimeout(ctx, 5*time.Minute)
+	defer done()
+	var err error
+	if env, err = harness.NewEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Close()
+	g, gctx := errgroup.WithContext(setup)
+	g.Go(func() (err error) {
+		if hub, err = env.StartCluster(gctx, "hub"); err != nil {
+			return err
+		}
+		if err := harness.InstallHubCRDs(gctx, hub); err != nil {
+			return err
+		}
+		return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")
+	})
+	g.Go(func() (err error) { spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
+	g.Go(func() (err error) { spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
+	if err := g.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if standin, err = fleet.Start(ctx, hub.Config, releaseNamespace, 300*time.Millisecond); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	for _, err := range standin.Errors() {
+		fmt.Fprintln(os.Stderr, "fleet stand-in:", err)
+	}
+	return code
+}

@@ -1,0 +1,128 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+// createWork creates a ManifestWork in the cluster namespace, optionally
+// owned by an add-on or labelled by a placement.
+func createWork(t *testing.T, cluster, name string, mutate func(*unstructured.Unstructured)) {
+	t.Helper()
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+		"metadata": map[string]any{"name": name, "namespace": cluster},
+		"spec": map[string]any{"workload": map[string]any{"manifests": []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "default"},
+		}}}},
+	}}
+	if mutate != nil {
+		mutate(w)
+	}
+	_, err := hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Create(ctx(t), w, metav1.CreateOptions{})
+	assert.NilError(t, err)
+}
+
+func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
+	addAndJoin(t, "blocked", spoke2)
+	createWork(t, "blocked", "hand-made", nil)
+	createWork(t, "blocked", "from-addon", func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ManagedClusterAddOn", Name: "x", UID: "1"}})
+	})
+	createWork(t, "blocked", "from-placement", func(u *unstructured.Unstructured) {
+		u.SetLabels(map[string]string{ocm.PlacementLabel: "spokes"})
+	})
+
+	r := spoke(t, "status", "blocked")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`blocking ManifestWorks\s+hand-made \(they block removal`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`helm release\s+none`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`credential\s+client certificate, expires`, r.Stdout), r)
+
+	r = spoke(t, "remove", "blocked", "--wait")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "ManifestWorks that no placement or add-on owns"), r)
+	assert.Check(t, is.Contains(r.Stderr, "hand-made"), r)
+	assert.Check(t, !strings.Contains(r.Stderr, "from-addon") && !strings.Contains(r.Stderr, "from-placement"), r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl delete manifestwork -n blocked hand-made"), r)
+	s := spokeObject(t, "blocked")
+	assert.Assert(t, s != nil && s.GetDeletionTimestamp() == nil, "the Spoke is untouched")
+
+	// Placement works leave when the cluster is drained (not this stand-in's
+	// job); here they go by hand, with the hand-made one.
+	for _, w := range []string{"hand-made", "from-placement"} {
+		assert.NilError(t, hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("blocked").Delete(ctx(t), w, metav1.DeleteOptions{}))
+	}
+	r = spoke(t, "remove", "blocked", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "gone"), r)
+	assert.Check(t, spokeObject(t, "blocked") == nil)
+	assert.Check(t, managedCluster(t, "blocked") == nil)
+	_, err := hub.Kube.CoreV1().Namespaces().Get(ctx(t), "blocked", metav1.GetOptions{})
+	assert.Check(t, err != nil, "the cluster namespace is gone")
+
+	r = spoke(t, "remove", "blocked", "--wait")
+	assert.Equal(t, r.ExitCode, 0, "removing again is a no-op: %s", r)
+	assert.Check(t, is.Contains(r.Stdout, "already deleted"), r)
+}
+
+func TestRemoveHelmOwnedSpoke(t *testing.T) {
+	values := writeFile(t, "values.yaml", valuesFile)
+	addAndJoin(t, "helm-owned", spoke1, "--values", values)
+	assert.Equal(t, spokeObject(t, "helm-owned").GetAnnotations()["meta.helm.sh/release-name"], "mural", "rendered as the chart would")
+
+	r := spoke(t, "remove", "helm-owned", "--wait")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stderr, `Warning: spoke helm-owned is rendered by Helm release "mural"`), r)
+	assert.Check(t, is.Contains(r.Stderr, "the next upgrade registers it again"), r)
+
+	// With the file, the entry leaves and nothing is left to warn about.
+	assert.Check(t, is.Contains(readFile(t, values), "- name: helm-owned"))
+	r = spoke(t, "remove", "helm-owned", "--values", values)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "entry removed"), r)
+	assert.Equal(t, readFile(t, values), valuesFile, "the file is back to what it was, byte for byte")
+}
+
+// Stops spoke-2's control plane, so it runs last and starts it again.
+func TestZForceRemoveUnreachableSpoke(t *testing.T) {
+	addAndJoin(t, "doomed", spoke2)
+
+	r := spoke(t, "force-remove", "doomed", "--yes")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "is reachable"), r)
+	assert.Check(t, spokeObject(t, "doomed").GetDeletionTimestamp() == nil)
+
+	r = spoke(t, "force-remove", "doomed")
+	assert.Equal(t, r.ExitCode, 3, "no terminal, no --yes: %s", r)
+
+	assert.NilError(t, spoke2.Stop(ctx(t)))
+	t.Cleanup(func() { assert.Check(t, spoke2.Start(ctx(t))) })
+	w, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "managedcluster/doomed", "--for=condition=ManagedClusterConditionAvailable=Unknown", "--timeout=2m")
+	assert.NilError(t, err)
+	assert.Equal(t, w.ExitCode, 0, w)
+
+	r = spoke(t, "list", "-o", "wide")
+	assert.Check(t, is.Regexp(`(?m)^doomed\s+Unhealthy\s+True\s+Unknown\s+.*cluster.open-cluster-management.io/unreachable:NoSelect`, r.Stdout), r)
+
+	r = spoke(t, "remove", "doomed", "--wait", "--timeout", "15s")
+	assert.Equal(t, r.ExitCode, 4, "the unjoin cannot happen: %s", r)
+	assert.Check(t, is.Contains(r.Stderr, "failed to unjoin spoke cluster"), r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl spoke force-remove doomed"), r)
+
+	r = spoke(t, "force-remove", "doomed", "--yes", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "delete klusterlet klusterlet"), r)
+	assert.Check(t, is.Contains(r.Stdout, "open-cluster-management-agent"), r)
+	assert.Check(t, spokeObject(t, "doomed") == nil)
+	assert.Check(t, managedCluster(t, "doomed") == nil)
+}

@@ -1,0 +1,79 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestRotateKubeconfig(t *testing.T) {
+	addAndJoin(t, "rotating", spoke1)
+	secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
+	before, err := secrets.Get(ctx(t), "rotating-kubeconfig", metav1.GetOptions{})
+	assert.NilError(t, err)
+
+	t.Run("a kubeconfig of the other spoke is refused", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "rotating", "--spoke-kubeconfig", spoke2.Kubeconfig)
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "reaches a different cluster than spoke rotating (different kube-system namespace UID)"), r)
+		now, err := secrets.Get(ctx(t), "rotating-kubeconfig", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Equal(t, now.ResourceVersion, before.ResourceVersion, "the secret is untouched")
+	})
+	t.Run("a short-lived credential is refused", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "rotating", "--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "short", time.Now().Add(24*time.Hour))))
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "sooner than --min-credential-lifetime"), r)
+	})
+	t.Run("new credentials of the same cluster replace the secret in place", func(t *testing.T) {
+		expires := time.Now().Add(2 * 365 * 24 * time.Hour).Truncate(time.Second)
+		r := spoke(t, "rotate-kubeconfig", "rotating", "--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "rotated", expires)), "-o", "json")
+		assert.Equal(t, r.ExitCode, 0, r)
+		var rep struct{ SecretUID, OldExpires, NewExpires, SameClusterBy, Result string }
+		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
+		assert.Equal(t, rep.SameClusterBy, "kube-system namespace UID")
+		assert.Equal(t, rep.Result, "replaced in place")
+		assert.Equal(t, rep.NewExpires, expires.UTC().Format(time.RFC3339))
+		assert.Check(t, rep.OldExpires != rep.NewExpires, r)
+		after, err := secrets.Get(ctx(t), "rotating-kubeconfig", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Equal(t, after.UID, before.UID, "the same secret object")
+		assert.Equal(t, rep.SecretUID, string(before.UID))
+		assert.Check(t, string(after.Data["kubeconfig"]) != string(before.Data["kubeconfig"]))
+	})
+}
+
+func TestSetMutableAndImmutableFields(t *testing.T) {
+	addAndJoin(t, "settable", spoke1)
+	rv := spokeObject(t, "settable").GetResourceVersion()
+	for _, field := range []string{"hubRef.name=other-hub", "klusterlet.mode=Hosted", "proxyUrl=http://proxy:3128", "spec.createNamespace=false"} {
+		r := spoke(t, "set", "settable", "logVerbosity=2", field)
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "cannot change once the spoke exists"), r)
+		assert.Check(t, is.Contains(r.Stderr, "kubectl spoke remove settable"), r)
+	}
+	assert.Equal(t, spokeObject(t, "settable").GetResourceVersion(), rv, "nothing was changed")
+
+	r := spoke(t, "set", "settable", "logVerbosity=not-yaml: [")
+	assert.Equal(t, r.ExitCode, 2, r)
+
+	r = spoke(t, "set", "settable", "logVerbosity=3", "cleanupConfig.forceClusterDrain=true", "klusterlet.annotations.team=ml")
+	assert.Equal(t, r.ExitCode, 0, r)
+	s := spokeObject(t, "settable")
+	v, _, _ := unstructured.NestedInt64(s.Object, "spec", "logVerbosity")
+	assert.Equal(t, v, int64(3))
+	drain, _, _ := unstructured.NestedBool(s.Object, "spec", "cleanupConfig", "forceClusterDrain")
+	assert.Check(t, drain)
+	team, _, _ := unstructured.NestedString(s.Object, "spec", "klusterlet", "annotations", "team")
+	assert.Equal(t, team, "ml")
+
+	r = spoke(t, "set", "settable", "logVerbosity=99")
+	assert.Equal(t, r.ExitCode, 1, "the API server's validation speaks: %s", r)
+}

@@ -1,0 +1,37 @@
+package ocm
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ManifestWork is a set of resources the hub asks a cluster's work agent to
+// apply; it lives in the cluster's namespace on the hub. spokekit reads only
+// its metadata: who made it decides whether it blocks a spoke's removal.
+type ManifestWork struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+// ManagedClusterAddOnKind is the kind of the owner of an add-on's ManifestWorks.
+const ManagedClusterAddOnKind = "ManagedClusterAddOn"
+
+// IsAddOnWork tells whether the work belongs to an add-on (every owner is a
+// ManagedClusterAddOn): the hub removes those itself when a spoke leaves.
+func (w *ManifestWork) IsAddOnWork() bool {
+	if len(w.OwnerReferences) == 0 {
+		return false
+	}
+	for _, o := range w.OwnerReferences {
+		if o.Kind != ManagedClusterAddOnKind {
+			return false
+		}
+	}
+	return true
+}
+
+// IsPlacementWork tells whether a placement-driven producer made the work:
+// it leaves when the cluster drops out of the placement's decisions.
+func (w *ManifestWork) IsPlacementWork() bool {
+	_, ok := w.Labels[PlacementLabel]
+	return ok
+}

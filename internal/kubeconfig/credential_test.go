@@ -1,0 +1,141 @@
+package kubeconfig
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func certPEM(t *testing.T, notAfter time.Time) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	assert.NilError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "admin"}, NotBefore: now.Add(-time.Hour), NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	assert.NilError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+func jwt(claims string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(claims)) + ".c2ln"
+}
+
+func kubeconfigWithUser(user string) string {
+	return `apiVersion: v1
+kind: Config
+current-context: spoke
+contexts:
+- name: spoke
+  context: {cluster: spoke, user: admin}
+- name: other
+  context: {cluster: other, user: other}
+clusters:
+- name: spoke
+  cluster: {server: "https://127.0.0.1:6443"}
+- name: other
+  cluster: {server: "https://10.0.0.1:6443"}
+users:
+- name: other
+  user: {token: other-secret-token}
+- name: admin
+  user:
+` + user
+}
+
+func TestCredential(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	cases := []struct {
+		name, user, wantErr, kind string
+		expires                   *time.Time
+	}{
+		{name: "long-lived certificate", user: "    client-certificate-data: " + b64(certPEM(t, now.Add(10*365*24*time.Hour))) + "\n    client-key-data: a2V5\n", kind: "client certificate"},
+		{name: "certificate expiring in a month", user: "    client-certificate-data: " + b64(certPEM(t, now.Add(30*24*time.Hour))) + "\n", wantErr: "expires in 720h0m0s"},
+		{name: "expired certificate", user: "    client-certificate-data: " + b64(certPEM(t, now.Add(-time.Hour))) + "\n", wantErr: "expired 1h0m0s ago"},
+		{name: "certificate that is not one", user: "    client-certificate-data: " + b64("nope") + "\n", wantErr: "not PEM"},
+		{name: "opaque token", user: "    token: abcdef\n", kind: "token"},
+		{name: "JWT without exp", user: "    token: " + jwt(`{"sub":"system:serviceaccount:a:b"}`) + "\n", kind: "token"},
+		{name: "JWT expiring in an hour", user: fmt.Sprintf("    token: %s\n", jwt(fmt.Sprintf(`{"exp":%d}`, now.Add(time.Hour).Unix()))), wantErr: "token of user \"admin\" expires in 1h0m0s"},
+		{name: "JWT valid for two years", user: fmt.Sprintf("    token: %s\n", jwt(fmt.Sprintf(`{"exp":%d}`, now.Add(2*365*24*time.Hour).Unix()))), kind: "token"},
+		{name: "exec plugin", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws-iam-authenticator}\n", wantErr: "exec plugin \"aws-iam-authenticator\""},
+		{name: "auth-provider", user: "    auth-provider: {name: oidc}\n", wantErr: "auth-provider \"oidc\""},
+		{name: "token file", user: "    tokenFile: /var/run/token\n", wantErr: "reads its token from the file"},
+		{name: "no credential", user: "    {}\n", wantErr: "has no credential"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := Parse([]byte(kubeconfigWithUser(tc.user)), "spoke.kubeconfig")
+			assert.NilError(t, err)
+			c, err := k.Credential(now, DefaultMinLifetime)
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
+				assert.Check(t, !strings.Contains(err.Error(), "other-secret-token"))
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, c.Kind, tc.kind)
+		})
+	}
+}
+
+func TestParseRefusesBrokenFiles(t *testing.T) {
+	cases := map[string]struct{ data, wantErr string }{
+		"garbage":                 {"\x00\x01 not: [yaml", "is not a kubeconfig"},
+		"no current context":      {"apiVersion: v1\nkind: Config\n", "has no current-context"},
+		"missing current context": {"apiVersion: v1\nkind: Config\ncurrent-context: gone\n", `current-context "gone" is not defined`},
+		"context without cluster": {"apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts:\n- name: a\n  context: {cluster: x, user: u}\n", `names cluster "x"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.data), "f")
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestMinifiedAndRedacted(t *testing.T) {
+	dir := t.TempDir()
+	cert := certPEM(t, now.Add(time.Hour))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "admin.crt"), []byte(cert), 0o600))
+	path := filepath.Join(dir, "config")
+	assert.NilError(t, os.WriteFile(path, []byte(kubeconfigWithUser("    client-certificate: admin.crt\n    token: secret-token-value\n")), 0o600))
+	k, err := Load(path)
+	assert.NilError(t, err)
+	data, err := k.Bytes()
+	assert.NilError(t, err)
+	s := string(data)
+	assert.Check(t, !strings.Contains(s, "other"), "only the current context stays:\n%s", s)
+	assert.Check(t, is.Contains(s, "client-certificate-data: "+base64.StdEncoding.EncodeToString([]byte(cert))), "the certificate file is inlined")
+	red, err := k.Redacted()
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(red), "secret-token-value"))
+	assert.Check(t, !strings.Contains(string(red), base64.StdEncoding.EncodeToString([]byte(cert))))
+}
+
+func TestSameAs(t *testing.T) {
+	a := Identity{UID: "1", Server: "https://a", CA: []byte("ca")}
+	same, by := a.SameAs(Identity{UID: "1", Server: "https://b"})
+	assert.Check(t, same && by == "kube-system namespace UID")
+	same, _ = a.SameAs(Identity{UID: "2", Server: "https://a", CA: []byte("ca")})
+	assert.Check(t, !same)
+	same, by = a.SameAs(Identity{Server: "https://a", CA: []byte("ca")})
+	assert.Check(t, same && by == "server URL and CA")
+	same, _ = a.SameAs(Identity{Server: "https://a", CA: []byte("other")})
+	assert.Check(t, !same)
+}

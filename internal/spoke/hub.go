@@ -1,0 +1,253 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
+)
+
+// FieldManager is the server-side apply field manager of kubectl spoke.
+const FieldManager = "kubectl-spoke"
+
+// Hub is the hub cluster as the commands use it: clients and the release
+// namespace where Spokes and their kubeconfig secrets live.
+type Hub struct {
+	Dynamic   dynamic.Interface
+	Kube      kubernetes.Interface
+	Namespace string
+	// ChunkSize is the page size of list requests.
+	ChunkSize int64
+}
+
+// NewHub builds the clients and resolves the namespace: -n when given;
+// otherwise the namespace of the fleet's Hub when there is exactly one;
+// otherwise the context's namespace.
+func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
+	dyn, err := f.DynamicClient()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the hub: %w", err)
+	}
+	kube, err := f.KubernetesClientSet()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the hub: %w", err)
+	}
+	h := &Hub{Dynamic: dyn, Kube: kube, ChunkSize: 500}
+	ns, explicit, err := f.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	h.Namespace = ns
+	if explicit {
+		return h, nil
+	}
+	hubs, err := dyn.Resource(fleetconfig.HubResource).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("looking for the fleet's Hub to find the release namespace: %w", err)
+	}
+	if err == nil && len(hubs.Items) == 1 {
+		h.Namespace = hubs.Items[0].GetNamespace()
+	}
+	return h, nil
+}
+
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// getInto reads one object; found is false when it does not exist.
+func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, fromUnstructured(u, into)
+}
+
+// Spoke reads a Spoke of the release namespace; nil when it does not exist.
+func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+	var s fleetconfig.Spoke
+	found, err := h.getInto(ctx, h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(h.Namespace), name, &s)
+	if err != nil || !found {
+		return nil, wrapRead(err, "Spoke", h.Namespace, name)
+	}
+	return &s, nil
+}
+
+// ExistingSpoke reads a Spoke that must exist.
+func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+	s, err := h.Spoke(ctx, name)
+	if err == nil && s == nil {
+		err = fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
+	}
+	return s, err
+}
+
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the secret.
+func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
+	ref := s.Spec.Kubeconfig.SecretReference
+	if ref == nil {
+		return nil, nil, fmt.Errorf("spoke %s uses in-cluster credentials, not a kubeconfig secret", s.Name)
+	}
+	sec, err := h.Secret(ctx, ref.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sec == nil {
+		return nil, nil, fmt.Errorf("the kubeconfig secret %s/%s of spoke %s does not exist", h.Namespace, ref.Name, s.Name)
+	}
+	key := ref.KubeconfigKey
+	if key == "" {
+		key = fleetconfig.DefaultKubeconfigKey
+	}
+	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	return kc, sec, err
+}
+
+// ManagedCluster reads a ManagedCluster; nil when it does not exist.
+func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedCluster, error) {
+	var mc ocm.ManagedCluster
+	found, err := h.getInto(ctx, h.Dynamic.Resource(ocm.ManagedClusterResource), name, &mc)
+	if err != nil || !found {
+		return nil, wrapRead(err, "ManagedCluster", "", name)
+	}
+	return &mc, nil
+}
+
+// Secret reads a secret of the release namespace; nil when it does not exist.
+func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapRead(err, "Secret", h.Namespace, name)
+	}
+	return s, nil
+}
+
+// Hubs lists the fleet Hubs of the release namespace.
+func (h *Hub) Hubs(ctx context.Context) ([]fleetconfig.Hub, error) {
+	l, err := h.Dynamic.Resource(fleetconfig.HubResource).Namespace(h.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Hubs in %s: %w", h.Namespace, err)
+	}
+	out := make([]fleetconfig.Hub, len(l.Items))
+	for i := range l.Items {
+		if err := fromUnstructured(&l.Items[i], &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func wrapRead(err error, kind, ns, name string) error {
+	if err == nil {
+		return nil
+	}
+	if ns != "" {
+		return fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+	}
+	return fmt.Errorf("reading %s %s: %w", kind, name, err)
+}
+
+// listAll lists every object of a resource, page by page, decoding each
+// page straight into typed items (no unstructured detour: on thousands of
+// spokes the conversion costs more than the requests).
+func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns string) ([]T, error) {
+	path := []string{"/apis", gvr.Group, gvr.Version}
+	if ns != "" {
+		path = append(path, "namespaces", ns)
+	}
+	path = append(path, gvr.Resource)
+	var out []T
+	token := ""
+	for {
+		req := h.Kube.CoreV1().RESTClient().Get().AbsPath(path...).SetHeader("Accept", "application/json")
+		if h.ChunkSize > 0 {
+			req = req.Param("limit", strconv.FormatInt(h.ChunkSize, 10))
+		}
+		if token != "" {
+			req = req.Param("continue", token)
+		}
+		raw, err := req.DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []T             `json:"items"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("decoding the list of %s: %w", gvr.Resource, err)
+		}
+		out = append(out, page.Items...)
+		if token = page.Metadata.Continue; token == "" {
+			return out, nil
+		}
+	}
+}
+
+// Spokes lists every Spoke of the release namespace.
+func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
+	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, h.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("listing Spokes in %s: %w", h.Namespace, err)
+	}
+	return out, nil
+}
+
+// ManagedClusters lists every ManagedCluster.
+func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
+	out, err := listAll[ocm.ManagedCluster](ctx, h, ocm.ManagedClusterResource, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
+	}
+	return out, nil
+}
+
+// ManifestWorks lists the ManifestWorks in a cluster's namespace.
+func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
+	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
+	}
+	return out, nil
+}
+
+// applySpoke server-side applies a Spoke as kubectl-spoke.
+func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) (*fleetconfig.Spoke, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	u, err := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(dryRun)})
+	if err != nil {
+		return nil, fmt.Errorf("applying Spoke %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	var out fleetconfig.Spoke
+	return &out, fromUnstructured(u, &out)
+}

@@ -1,0 +1,131 @@
+package spoke
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// ListOptions are the options of list and get.
+type ListOptions struct {
+	Names     []string
+	ChunkSize int64
+	Output    *cli.Output
+
+	f   *cli.Factory
+	hub *Hub
+	genericiooptions.IOStreams
+}
+
+func newListOptions(f *cli.Factory, streams genericiooptions.IOStreams) *ListOptions {
+	return &ListOptions{ChunkSize: 500, Output: cli.NewOutput(), f: f, IOStreams: streams}
+}
+
+// NewCmdList builds `kubectl spoke list`.
+func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := newListOptions(f, streams)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the spokes with their phase and whether they joined and are available",
+		Long: templates.LongDesc(`
+			List every spoke of the fleet: the Spoke's PHASE joined with its
+			ManagedCluster's JOINED and AVAILABLE conditions.
+
+			It reads Spokes and ManagedClusters with one paginated list each,
+			however many spokes there are.`),
+		Example: templates.Examples(`
+			# List the spokes of the fleet
+			kubectl spoke list
+
+			# With hub, kubeconfig secret, taints and cleanup settings
+			kubectl spoke list -o wide
+
+			# Names of the spokes that are not available
+			kubectl spoke list -o json | jq -r '.items[] | select(.available != "True") | .metadata.name'`),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return o.complete(cmd.Context(), args) },
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// NewCmdGet builds `kubectl spoke get`.
+func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := newListOptions(f, streams)
+	cmd := &cobra.Command{
+		Use:   "get [NAME...]",
+		Short: "Show named spokes (or all) with their phase, join and availability",
+		Long: templates.LongDesc(`
+			Show spokes like list does, only the ones named. A name that is not
+			a spoke is an error after the others are printed.`),
+		Example: templates.Examples(`
+			# One spoke
+			kubectl spoke get spoke-1
+
+			# Two spokes as YAML
+			kubectl spoke get spoke-1 spoke-2 -o yaml`),
+		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
+		RunE:              func(cmd *cobra.Command, args []string) error { return o.complete(cmd.Context(), args) },
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *ListOptions) addFlags(cmd *cobra.Command) {
+	o.Output.AddFlags(cmd)
+	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Return large lists in chunks of this many objects rather than all at once; 0 disables chunking.")
+}
+
+func (o *ListOptions) complete(ctx context.Context, args []string) error {
+	o.Names = args
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	hub, err := NewHub(ctx, o.f)
+	if err != nil {
+		return err
+	}
+	hub.ChunkSize = o.ChunkSize
+	o.hub = hub
+	return o.Run(ctx)
+}
+
+// Validate rejects bad flags before any request.
+func (o *ListOptions) Validate() error {
+	if o.ChunkSize < 0 {
+		return cli.UsageErrorf("--chunk-size must be 0 or more, got %d", o.ChunkSize)
+	}
+	return o.Output.Validate()
+}
+
+// Run lists Spokes and ManagedClusters once each and prints the joined rows.
+func (o *ListOptions) Run(ctx context.Context) error {
+	spokes, err := o.hub.Spokes(ctx)
+	if err != nil {
+		return err
+	}
+	clusters, err := o.hub.ManagedClusters(ctx)
+	if err != nil {
+		return err
+	}
+	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)
+	list := SpokeList{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeList", Items: rows}
+	if len(rows) == 0 && len(o.Names) == 0 && o.Output.IsTable() {
+		fmt.Fprintf(o.ErrOut, "No spokes found in namespace %s.\n", o.hub.Namespace)
+		return nil
+	}
+	if len(rows) > 0 || !o.Output.IsTable() {
+		now := time.Now()
+		if err := o.Output.Print(o.Out, list, func() cli.Table { return list.Table(now) }); err != nil {
+			return err
+		}
+	}
+	return selErr
+}

@@ -1,0 +1,58 @@
+package spoke
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// ComputePool names the Compute Pool that owns a Spoke ("" when none).
+func ComputePool(obj metav1.Object) string {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.Kind == fleetconfig.ComputePoolKind {
+			return o.Name
+		}
+	}
+	return obj.GetLabels()[fleetconfig.ComputePoolLabel]
+}
+
+// refuseComputePool refuses to touch a Spoke a Compute Pool manages.
+func refuseComputePool(obj metav1.Object) error {
+	if pool := ComputePool(obj); pool != "" {
+		return cli.Refusedf("spoke %s belongs to Compute Pool %q, which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead", obj.GetName(), pool)
+	}
+	return nil
+}
+
+// HelmRelease names the Helm release that owns an object ("" when none).
+func HelmRelease(obj metav1.Object) string {
+	if name := obj.GetAnnotations()[fleetconfig.HelmReleaseNameAnnotation]; name != "" {
+		return name
+	}
+	if obj.GetLabels()[fleetconfig.ManagedByLabel] == "Helm" {
+		return "(unnamed)"
+	}
+	return ""
+}
+
+// helmOwnership gives a Spoke the ownership marks of the Hub's Helm release,
+// as the chart would render it, so the next helm upgrade adopts it.
+func helmOwnership(s *fleetconfig.Spoke, hub *fleetconfig.Hub) {
+	release := hub.Annotations[fleetconfig.HelmReleaseNameAnnotation]
+	if release == "" {
+		return
+	}
+	s.Labels = map[string]string{fleetconfig.ManagedByLabel: "Helm"}
+	s.Annotations = map[string]string{
+		fleetconfig.HelmReleaseNameAnnotation:      release,
+		fleetconfig.HelmReleaseNamespaceAnnotation: hub.Namespace,
+		fleetconfig.HelmResourcePolicyAnnotation:   "keep",
+	}
+}
+
+func helmWarning(name, release string) string {
+	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values; remove the entry there (kubectl spoke remove %s --values FILE, or by hand) and run helm upgrade, or the next upgrade registers it again", name, release, name)
+}

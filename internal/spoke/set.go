@@ -1,0 +1,235 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	yaml "go.yaml.in/yaml/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// MutableFields are the Spoke spec fields that may change after creation
+// (the FleetConfig webhook rejects a change to any other).
+var MutableFields = []string{
+	"kubeconfig", "addOns", "cleanupConfig", "timeout", "logVerbosity",
+	"klusterlet.annotations", "klusterlet.values", "klusterlet.valuesFrom",
+}
+
+// Assignment is one FIELD=VALUE of set: a path under spec and its value
+// (nil removes the field).
+type Assignment struct {
+	Path  []string `json:"path"`
+	Value any      `json:"value"`
+}
+
+// Field is the dotted path.
+func (a Assignment) Field() string { return strings.Join(a.Path, ".") }
+
+// ParseAssignments reads FIELD=VALUE arguments. FIELD is a dotted path under
+// spec ("spec." may be given); VALUE is YAML, so 3, true, "text",
+// {a: b} and [x, y] all mean what they say, and null removes the field.
+func ParseAssignments(args []string) ([]Assignment, error) {
+	var out []Assignment
+	for _, arg := range args {
+		field, raw, ok := strings.Cut(arg, "=")
+		if !ok || field == "" {
+			return nil, cli.UsageErrorf("%q is not FIELD=VALUE", arg)
+		}
+		path := strings.Split(strings.TrimPrefix(field, "spec."), ".")
+		if slices.Contains(path, "") {
+			return nil, cli.UsageErrorf("%q is not a field path", field)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			return nil, cli.UsageErrorf("the value of %s is not YAML: %v", field, err)
+		}
+		out = append(out, Assignment{Path: path, Value: v})
+	}
+	return out, nil
+}
+
+// Mutable says whether the field at path may be changed in place.
+func Mutable(path []string) bool {
+	f := strings.Join(path, ".")
+	for _, m := range MutableFields {
+		if f == m || strings.HasPrefix(f, m+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseImmutable names every immutable field and the supported path.
+func refuseImmutable(name string, as []Assignment) error {
+	var bad []string
+	for _, a := range as {
+		if !Mutable(a.Path) {
+			bad = append(bad, a.Field())
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return cli.Refusedf("spoke %s: %s cannot change once the spoke exists (only %s can); nothing was changed: remove the spoke (kubectl spoke remove %s) and add it again with the new configuration",
+		name, strings.Join(bad, ", "), strings.Join(MutableFields, ", "), name)
+}
+
+// SetPatch is the JSON merge patch that makes the assignments, guarded by
+// resourceVersion.
+func SetPatch(as []Assignment, resourceVersion string) map[string]any {
+	spec := map[string]any{}
+	for _, a := range as {
+		m := spec
+		for _, k := range a.Path[:len(a.Path)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[a.Path[len(a.Path)-1]] = a.Value
+	}
+	return map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion}, "spec": spec}
+}
+
+// SetOptions are the options of `kubectl spoke set`.
+type SetOptions struct {
+	Name        string
+	Assignments []Assignment
+	DryRun      cli.DryRun
+	Output      *cli.Output
+
+	f *cli.Factory
+	genericiooptions.IOStreams
+}
+
+// SetReport is what set prints.
+type SetReport struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         bool        `json:"dryRun,omitempty"`
+	Changes        []SetChange `json:"changes"`
+	Warnings       []string    `json:"warnings,omitempty"`
+}
+
+// SetChange is one field before and after.
+type SetChange struct {
+	Field string `json:"field"`
+	From  any    `json:"from"`
+	To    any    `json:"to"`
+}
+
+// NewCmdSet builds `kubectl spoke set`.
+func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &SetOptions{Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "set NAME FIELD=VALUE...",
+		Short: "Change the fields of a spoke that may change in place",
+		Long: templates.LongDesc(`
+			Change fields of a Spoke's spec. FIELD is a dotted path under spec;
+			VALUE is YAML (3, true, text, {key: value}, [a, b]; null removes it).
+
+			Only these may change in place: ` + strings.Join(MutableFields, ", ") + `.
+			Anything else (the name, hubRef, the klusterlet mode, proxy settings,
+			...) is refused with exit 3: remove the spoke and add it again.
+
+			A Spoke rendered by Helm gets its values back on the next helm
+			upgrade: change them in the values file as well.`),
+		Example: templates.Examples(`
+			# More verbose join logs and a longer timeout
+			kubectl spoke set spoke-1 logVerbosity=4 timeout=600
+
+			# Drain placement workloads when the spoke is removed
+			kubectl spoke set spoke-1 cleanupConfig.forceClusterDrain=true
+
+			# Annotate the klusterlet
+			kubectl spoke set spoke-1 klusterlet.annotations.team=ml`),
+		Args:              cli.MinArgs(2, "arguments: NAME and at least one FIELD=VALUE"),
+		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			var err error
+			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+				return err
+			}
+			if o.Assignments, err = ParseAssignments(args[1:]); err != nil {
+				return err
+			}
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			if err := refuseImmutable(o.Name, o.Assignments); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Run patches the Spoke.
+func (o *SetOptions) Run(ctx context.Context) error {
+	hub, err := NewHub(ctx, o.f)
+	if err != nil {
+		return err
+	}
+	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace)
+	u, err := spokes.Get(ctx, o.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Spoke %s/%s: %w", hub.Namespace, o.Name, err)
+	}
+	if err := refuseComputePool(u); err != nil {
+		return err
+	}
+	r := &SetReport{ReportMeta: api.NewNamespacedReportMeta("SpokeSet", hub.Namespace, o.Name), DryRun: o.DryRun != cli.DryRunNone}
+	for _, a := range o.Assignments {
+		from, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, a.Path...)...)
+		r.Changes = append(r.Changes, SetChange{Field: a.Field(), From: from, To: a.Value})
+	}
+	if o.DryRun != cli.DryRunClient {
+		patch, err := json.Marshal(SetPatch(o.Assignments, u.GetResourceVersion()))
+		if err != nil {
+			return err
+		}
+		if _, err := spokes.Patch(ctx, o.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
+			return fmt.Errorf("changing Spoke %s/%s: %w; nothing was changed", hub.Namespace, o.Name, err)
+		}
+	}
+	if release := HelmRelease(u); release != "" {
+		w := fmt.Sprintf("Warning: Helm release %q renders spoke %s: make the same change in its fleetConfig.spokes values, or the next helm upgrade undoes it", release, o.Name)
+		r.Warnings = append(r.Warnings, w)
+		fmt.Fprintln(o.ErrOut, w)
+	}
+	return o.Output.Print(o.Out, r, func() cli.Table {
+		t := cli.Table{Columns: []cli.Column{{Name: "FIELD"}, {Name: "FROM"}, {Name: "TO"}}}
+		for _, c := range r.Changes {
+			t.Rows = append(t.Rows, []string{c.Field, show(c.From), show(c.To)})
+		}
+		return t
+	})
+}
+
+func show(v any) string {
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,239 @@
+package spoke
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// SpokeStatus is what status prints about one spoke.
+type SpokeStatus struct {
+	api.ReportMeta `json:",inline"`
+	Phase          string            `json:"phase"`
+	Deleting       bool              `json:"deleting,omitempty"`
+	Conditions     []ConditionReport `json:"conditions"`
+	ManagedCluster *ClusterReport    `json:"managedCluster,omitempty"`
+	BlockingWorks  []string          `json:"blockingManifestWorks,omitempty"`
+	OtherWorks     int               `json:"otherManifestWorks"`
+	HelmRelease    string            `json:"helmRelease,omitempty"`
+	ComputePool    string            `json:"computePool,omitempty"`
+	Secret         string            `json:"kubeconfigSecret,omitempty"`
+	Credential     *CredentialReport `json:"credential,omitempty"`
+	Finalizers     []string          `json:"finalizers,omitempty"`
+}
+
+// ConditionReport is a Spoke condition in words.
+type ConditionReport struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Want    string `json:"wantStatus"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterReport is what the ManagedCluster says.
+type ClusterReport struct {
+	Joined    string   `json:"joined"`
+	Available string   `json:"available"`
+	Reason    string   `json:"reason,omitempty"`
+	Taints    []string `json:"taints,omitempty"`
+}
+
+// CredentialReport describes the stored kubeconfig without any secret.
+type CredentialReport struct {
+	Kind    string `json:"kind,omitempty"`
+	Expires string `json:"expires,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// BlockingWorks names the ManifestWorks that keep a spoke from being
+// removed: those that neither a placement nor an add-on owns.
+func BlockingWorks(works []ocm.ManifestWork) []string {
+	var out []string
+	for i := range works {
+		if !works[i].IsAddOnWork() && !works[i].IsPlacementWork() {
+			out = append(out, works[i].Name)
+		}
+	}
+	return out
+}
+
+// BuildStatus puts together the status report (pure: the callers read).
+func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.ManifestWork, cred *CredentialReport) SpokeStatus {
+	r := SpokeStatus{
+		ReportMeta:  api.NewNamespacedReportMeta("SpokeStatus", s.Namespace, s.Name),
+		Phase:       s.Status.Phase,
+		Deleting:    s.DeletionTimestamp != nil,
+		HelmRelease: HelmRelease(s),
+		ComputePool: ComputePool(s),
+		Credential:  cred,
+		Finalizers:  s.Finalizers,
+	}
+	if ref := s.Spec.Kubeconfig.SecretReference; ref != nil {
+		r.Secret = ref.Name
+	}
+	for _, c := range s.Status.Conditions {
+		r.Conditions = append(r.Conditions, ConditionReport{Type: c.Type, Status: string(c.Status), Want: string(c.WantStatus), OK: c.Status == c.WantStatus, Message: c.Message})
+	}
+	if mc != nil {
+		cr := &ClusterReport{
+			Joined:    conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined),
+			Available: conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable),
+		}
+		for _, c := range mc.Status.Conditions {
+			if c.Type == ocm.ManagedClusterConditionAvailable && c.Status != metav1.ConditionTrue {
+				cr.Reason = c.Message
+			}
+		}
+		for _, t := range mc.Spec.Taints {
+			cr.Taints = append(cr.Taints, t.Key+":"+t.Effect)
+		}
+		r.ManagedCluster = cr
+	}
+	r.BlockingWorks = BlockingWorks(works)
+	r.OtherWorks = len(works) - len(r.BlockingWorks)
+	return r
+}
+
+// Table is the human view: one line per fact.
+func (r SpokeStatus) Table() cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "ASPECT"}, {Name: "STATE"}}}
+	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
+	phase := r.Phase
+	if r.Deleting {
+		phase += " (being deleted; finalizers: " + strings.Join(r.Finalizers, ", ") + ")"
+	}
+	add("phase", phase)
+	for _, c := range r.Conditions {
+		state := c.Status
+		if !c.OK {
+			state += " (wants " + c.Want + ")"
+		}
+		if c.Message != "" {
+			state += ": " + c.Message
+		}
+		add("condition "+c.Type, state)
+	}
+	if mc := r.ManagedCluster; mc != nil {
+		add("managed cluster", fmt.Sprintf("joined %s, available %s", mc.Joined, mc.Available))
+		if mc.Reason != "" {
+			add("not available because", mc.Reason)
+		}
+		add("taints", strings.Join(mc.Taints, ", "))
+	} else {
+		add("managed cluster", "none on the hub")
+	}
+	blocking := "none"
+	if len(r.BlockingWorks) > 0 {
+		blocking = strings.Join(r.BlockingWorks, ", ") + " (they block removal; no placement or add-on owns them)"
+	}
+	add("blocking ManifestWorks", blocking)
+	add("other ManifestWorks", fmt.Sprintf("%d (placement or add-on; they leave on their own)", r.OtherWorks))
+	add("helm release", orNone(r.HelmRelease))
+	add("compute pool", orNone(r.ComputePool))
+	add("kubeconfig secret", orNone(r.Secret))
+	if c := r.Credential; c != nil {
+		if c.Problem != "" {
+			add("credential", c.Problem)
+		} else {
+			add("credential", c.Kind+", expires "+c.Expires)
+		}
+	}
+	return t
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// StatusOptions are the options of `kubectl spoke status`.
+type StatusOptions struct {
+	Name   string
+	Output *cli.Output
+
+	f *cli.Factory
+	genericiooptions.IOStreams
+}
+
+// NewCmdStatus builds `kubectl spoke status`.
+func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Explain one spoke: conditions, availability, blockers, owners, credential expiry",
+		Long: templates.LongDesc(`
+			Explain where a spoke stands: the Spoke's phase and each condition in
+			words, whether its ManagedCluster joined and is available and with
+			which taints, the ManifestWorks that would block its removal, whether
+			Helm or a Compute Pool owns it, and when the stored credential expires.`),
+		Example: templates.Examples(`
+			# Why is spoke-2 not Running?
+			kubectl spoke status spoke-2
+
+			# The same for a script
+			kubectl spoke status spoke-2 -o json`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Output.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Run reads the spoke and what belongs to it, and prints the report.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	hub, err := NewHub(ctx, o.f)
+	if err != nil {
+		return err
+	}
+	s, err := hub.ExistingSpoke(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	mc, err := hub.ManagedCluster(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	works, err := hub.ManifestWorks(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	r := BuildStatus(s, mc, works, hub.credential(ctx, s))
+	return o.Output.Print(o.Out, r, r.Table)
+}
+
+// credential reads the stored kubeconfig and describes its credential.
+func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) *CredentialReport {
+	if s.Spec.Kubeconfig.SecretReference == nil {
+		return nil
+	}
+	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if err != nil {
+		return &CredentialReport{Problem: err.Error()}
+	}
+	c, err := kc.Credential(time.Now(), 0)
+	if err != nil {
+		return &CredentialReport{Problem: err.Error()}
+	}
+	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}
+}

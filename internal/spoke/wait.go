@@ -1,0 +1,159 @@
+package spoke
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// watchOne lists and watches the one object of a resource named name.
+func (h *Hub) watchOne(gvr schema.GroupVersionResource, ns, name string) cache.ListerWatcher {
+	var ri dynamic.ResourceInterface = h.Dynamic.Resource(gvr)
+	if ns != "" {
+		ri = h.Dynamic.Resource(gvr).Namespace(ns)
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return ri.Watch(ctx, o)
+		},
+	}
+}
+
+// deadline is the time left of a wait that spans several steps.
+type deadline struct {
+	end     time.Time
+	timeout time.Duration
+}
+
+func newDeadline(timeout time.Duration) deadline {
+	return deadline{end: time.Now().Add(timeout), timeout: timeout}
+}
+
+func (d deadline) left() time.Duration {
+	if d.timeout == 0 {
+		return 0
+	}
+	if l := time.Until(d.end); l > 0 {
+		return l
+	}
+	return time.Nanosecond
+}
+
+// one returns the single watched object, nil when there is none.
+func one(objs []any, into any) (bool, error) {
+	if len(objs) == 0 {
+		return false, nil
+	}
+	return true, fromUnstructured(objs[0].(*unstructured.Unstructured), into)
+}
+
+// WaitJoined follows the Spoke's PHASE, then the ManagedCluster's JOINED
+// and AVAILABLE, until the spoke has joined and is available.
+func (h *Hub) WaitJoined(ctx context.Context, name string, d deadline, p *cli.Progress) error {
+	err := cli.WaitFor(ctx, "spoke "+name, h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.left(), p,
+		func(objs []any) (bool, string, error) {
+			var s fleetconfig.Spoke
+			found, err := one(objs, &s)
+			if err != nil || !found {
+				return false, "no Spoke yet", err
+			}
+			phase := s.Status.Phase
+			if phase == "" {
+				phase = "not reconciled yet"
+			}
+			state := "PHASE " + phase
+			if c := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionJoined); c != nil && c.Message != "" {
+				state += " (" + c.Message + ")"
+			}
+			return s.Status.Phase == fleetconfig.SpokePhaseRunning, state, nil
+		})
+	if err != nil {
+		return err
+	}
+	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.left(), p,
+		func(objs []any) (bool, string, error) {
+			var mc ocm.ManagedCluster
+			found, err := one(objs, &mc)
+			if err != nil || !found {
+				return false, "no ManagedCluster yet", err
+			}
+			joined := conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined)
+			avail := conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable)
+			return joined == "True" && avail == "True", fmt.Sprintf("JOINED %s, AVAILABLE %s", joined, avail), nil
+		})
+}
+
+// WaitGone waits until the Spoke, the ManagedCluster and the cluster
+// namespace are all gone, saying what holds each up.
+func (h *Hub) WaitGone(ctx context.Context, name string, d deadline, p *cli.Progress) error {
+	err := cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.left(), p,
+		func(objs []any) (bool, string, error) {
+			var s fleetconfig.Spoke
+			found, err := one(objs, &s)
+			if err != nil || !found {
+				return !found, "deleted", err
+			}
+			return false, deletingState(&s), nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, step := range []struct {
+		what string
+		gvr  schema.GroupVersionResource
+	}{{"ManagedCluster " + name, ocm.ManagedClusterResource}, {"namespace " + name, namespaceResource}} {
+		err := cli.WaitFor(ctx, step.what+" to be deleted", h.watchOne(step.gvr, "", name), &unstructured.Unstructured{}, d.left(), p,
+			func(objs []any) (bool, string, error) {
+				if len(objs) == 0 {
+					return true, "deleted", nil
+				}
+				return false, "still there", nil
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deletingState says in words where the deletion of a Spoke stands.
+func deletingState(s *fleetconfig.Spoke) string {
+	state := "PHASE " + s.Status.Phase
+	if c := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionCleanupFailed); c != nil && c.Status == metav1.ConditionTrue {
+		state += ": " + c.Message
+	}
+	if len(s.Finalizers) > 0 {
+		state += fmt.Sprintf(" (finalizers: %v)", s.Finalizers)
+	}
+	return state
+}
+
+func findCondition(conds []fleetconfig.Condition, t string) *fleetconfig.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

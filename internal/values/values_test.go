@@ -1,0 +1,196 @@
+package values
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+)
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	assert.NilError(t, err)
+	return data
+}
+
+func TestAddToValuesFile(t *testing.T) {
+	src := read(t, "values.yaml")
+	out, changed, err := Add(src, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig"})
+	assert.NilError(t, err)
+	assert.Check(t, changed)
+	golden.Assert(t, string(out), "values-add.golden")
+	assertOnlyInserted(t, src, out)
+
+	again, changed, err := Add(out, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig"})
+	assert.NilError(t, err)
+	assert.Check(t, !changed, "adding twice is a no-op")
+	assert.Equal(t, string(again), string(out))
+
+	names, err := Names(out, HelmValues)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, names, []string{"hub-as-spoke", "spoke-1", "spoke-2"})
+}
+
+func TestAddCopiesFromNamedEntry(t *testing.T) {
+	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "spoke-1"})
+	assert.NilError(t, err)
+	golden.Assert(t, string(out), "values-add-copy-from.golden")
+
+	_, _, err = Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "nope"})
+	assert.ErrorContains(t, err, `--copy-from "nope": no such entry in fleetConfig.spokes (entries: hub-as-spoke, spoke-1)`)
+}
+
+func TestAddToHelmRelease(t *testing.T) {
+	src := read(t, "helmrelease.yaml")
+	out, changed, err := Add(src, HelmRelease, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", CopyFrom: "spoke-1"})
+	assert.NilError(t, err)
+	assert.Check(t, changed)
+	golden.Assert(t, string(out), "helmrelease-add.golden")
+	assertOnlyInserted(t, src, out)
+}
+
+func TestRemove(t *testing.T) {
+	for _, tc := range []struct{ file, name string }{
+		{"values.yaml", "spoke-1"}, {"values.yaml", "hub-as-spoke"}, {"helmrelease.yaml", "spoke-1"},
+	} {
+		t.Run(tc.file+"/"+tc.name, func(t *testing.T) {
+			kind := HelmValues
+			if strings.HasPrefix(tc.file, "helmrelease") {
+				kind = HelmRelease
+			}
+			src := read(t, tc.file)
+			out, changed, err := Remove(src, kind, tc.name)
+			assert.NilError(t, err)
+			assert.Check(t, changed)
+			golden.Assert(t, string(out), strings.TrimSuffix(tc.file, ".yaml")+"-remove-"+tc.name+".golden")
+			assertOnlyInserted(t, out, src)
+			names, err := Names(out, kind)
+			assert.NilError(t, err)
+			assert.Check(t, !is.Contains(names, tc.name)().Success())
+
+			same, changed, err := Remove(out, kind, tc.name)
+			assert.NilError(t, err)
+			assert.Check(t, !changed)
+			assert.Equal(t, string(same), string(out))
+		})
+	}
+}
+
+func TestRemoveRefusesEntryWithAnchorUsedElsewhere(t *testing.T) {
+	_, _, err := Remove(read(t, "helmrelease.yaml"), HelmRelease, "hub-as-spoke")
+	assert.ErrorContains(t, err, "unknown anchor 'oci'")
+	assert.ErrorContains(t, err, "nothing was written")
+}
+
+func TestRefusals(t *testing.T) {
+	cases := map[string]struct {
+		src     string
+		kind    Kind
+		wantErr string
+	}{
+		"not yaml":        {"fleetConfig: [\n", HelmValues, "not valid YAML"},
+		"no list":         {"fleetConfig:\n  hub: {}\n", HelmValues, "no fleetConfig.spokes"},
+		"not a list":      {"fleetConfig:\n  spokes: yes\n", HelmValues, "fleetConfig.spokes is not a list"},
+		"flow style":      {"fleetConfig:\n  spokes: [{name: a}]\n", HelmValues, "flow style"},
+		"empty":           {"fleetConfig:\n  spokes: []\n", HelmValues, "flow style"},
+		"entry not a map": {"fleetConfig:\n  spokes:\n  - a\n", HelmValues, "not a block mapping with a name"},
+		"duplicate names": {"fleetConfig:\n  spokes:\n  - name: a\n  - name: a\n", HelmValues, `two entries named "a"`},
+		"no helmrelease":  {"kind: ConfigMap\n", HelmRelease, "no HelmRelease"},
+		"two documents":   {"a: 1\n---\nfleetConfig:\n  spokes:\n  - name: a\n", HelmValues, "several"},
+		"anchored entry":  {"fleetConfig:\n  spokes:\n  - &x\n    name: a\n", HelmValues, "anchored"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := Add([]byte(tc.src), tc.kind, Entry{Name: "new", SecretName: "s"})
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestWriteKeepsModeAndRefusesChangedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	assert.NilError(t, os.WriteFile(path, []byte("a: 1\n"), 0o640))
+	f, err := Read(path, HelmValues)
+	assert.NilError(t, err)
+	assert.NilError(t, f.Write([]byte("a: 2\n")))
+	info, err := os.Stat(path)
+	assert.NilError(t, err)
+	assert.Equal(t, info.Mode().Perm(), os.FileMode(0o640))
+
+	f, err = Read(path, HelmValues)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(path, []byte("a: 3\n"), 0o640))
+	err = f.Write([]byte("a: 4\n"))
+	assert.ErrorContains(t, err, "changed while this command ran")
+	got, _ := os.ReadFile(path)
+	assert.Equal(t, string(got), "a: 3\n")
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	assert.Equal(t, len(entries), 1, "no temporary file is left behind")
+}
+
+// assertOnlyInserted checks that long is short with one run of bytes
+// inserted (a missing final line end of short may gain one).
+func assertOnlyInserted(t *testing.T, short, long []byte) {
+	t.Helper()
+	assert.Check(t, onlyInserted(short, long), "outside the edited entry the bytes differ:\n--- before\n%s\n--- after\n%s", short, long)
+}
+
+func onlyInserted(short, long []byte) bool {
+	s, l := string(short), string(long)
+	if !strings.HasSuffix(s, "\n") && len(l) > len(s) {
+		for _, eol := range []string{"\n", "\r\n"} {
+			if onlyInserted([]byte(s+eol), long) {
+				return true
+			}
+		}
+	}
+	p := 0
+	for p < len(s) && p < len(l) && s[p] == l[p] {
+		p++
+	}
+	q := 0
+	for q < len(s)-p && q < len(l)-p && s[len(s)-1-q] == l[len(l)-1-q] {
+		q++
+	}
+	return p+q >= len(s)
+}
+
+func FuzzEdit(f *testing.F) {
+	for _, name := range []string{"values.yaml", "helmrelease.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, name == "helmrelease.yaml", "spoke-1")
+	}
+	f.Add([]byte("fleetConfig:\n  spokes:\n  - name: a\n    x: 1"), false, "a")
+	f.Add([]byte("fleetConfig:\r\n  spokes:\r\n  - name: a\r\n  - name: b\r\n    x: |\r\n      t\r\n"), false, "b")
+	f.Add([]byte("fleetConfig:\n  spokes:\n  -\n    name: a\n  # c\n  - name: b # d\nz: 1\n"), false, "a")
+	f.Fuzz(func(t *testing.T, src []byte, release bool, name string) {
+		kind := HelmValues
+		if release {
+			kind = HelmRelease
+		}
+		out, changed, err := Add(src, kind, Entry{Name: "fuzz-new", SecretName: "fuzz-new-kubeconfig"})
+		if err == nil && changed {
+			if !onlyInserted(src, out) {
+				t.Fatalf("add changed bytes outside the new entry:\n%q\n%q", src, out)
+			}
+			names, err := Names(out, kind)
+			if err != nil || names[len(names)-1] != "fuzz-new" {
+				t.Fatalf("add did not append the entry: %v %v", names, err)
+			}
+		}
+		out, changed, err = Remove(src, kind, name)
+		if err == nil && changed {
+			if !onlyInserted(out, src) {
+				t.Fatalf("remove changed bytes outside the entry:\n%q\n%q", src, out)
+			}
+		}
+	})
+}
