@@ -127,7 +127,7 @@ func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
 	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)), 0o644); err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "2m"); err != nil {
+	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"); err != nil {
 		return nil, fmt.Errorf("starting cluster %s: %w", name, err)
 	}
 	out, err := e.output(ctx, name, "get", "kubeconfig", "--name", name)
@@ -160,9 +160,10 @@ func (c *Cluster) loadClients() error {
 }
 
 // waitServing waits until the API server answers and the default service
-// account exists (pods in "default" need it).
+// account exists (pods in "default" need it). Generous: on a loaded 2-core
+// machine a control plane can take minutes to settle.
 func (c *Cluster) waitServing(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var last error
 	for {
