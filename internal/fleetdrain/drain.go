@@ -71,21 +71,25 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 }
 
 // SetUnschedulable cordons (desired true) or uncordons a node with the drain
-// library's patch; a no-op when the node already is so.
-func SetUnschedulable(ctx context.Context, client kubernetes.Interface, node *corev1.Node, desired bool, serverDryRun bool) error {
-	h := drain.NewCordonHelper(node.DeepCopy())
+// library's patch, reading the node first; a no-op when it already is so.
+func SetUnschedulable(ctx context.Context, client kubernetes.Interface, name string, desired bool, serverDryRun bool) (changed bool, err error) {
+	verb := map[bool]string{true: "cordoning", false: "uncordoning"}[desired]
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
+	}
+	h := drain.NewCordonHelper(node)
 	if !h.UpdateIfRequired(desired) {
-		return nil
+		return false, nil
 	}
 	err, patchErr := h.PatchOrReplaceWithContext(ctx, client, serverDryRun)
 	if err == nil {
 		err = patchErr
 	}
-	verb := map[bool]string{true: "cordoning", false: "uncordoning"}[desired]
 	if err != nil {
-		return fmt.Errorf("%s node %s: %w", verb, node.Name, err)
+		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Drain evicts the drainable pods of a cordoned node and waits until they

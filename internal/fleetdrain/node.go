@@ -200,7 +200,7 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 	}
 	if o.DryRun == cli.DryRunServer {
 		for _, n := range nodes {
-			if err := SetUnschedulable(ctx, o.client, n, true, true); err != nil {
+			if _, err := SetUnschedulable(ctx, o.client, n.Name, true, true); err != nil {
 				return err
 			}
 		}
@@ -213,7 +213,7 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 
 func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
 	for _, n := range nodes {
-		if err := SetUnschedulable(ctx, o.client, n, true, false); err != nil {
+		if _, err := SetUnschedulable(ctx, o.client, n.Name, true, false); err != nil {
 			return fmt.Errorf("%w; nodes cordoned before it stay cordoned: `kubectl fleetdrain uncordon node` gives them back", err)
 		}
 		fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
@@ -269,7 +269,7 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 		// A fresh context: the failure may be the run's own deadline.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if uerr := SetUnschedulable(uctx, o.client, node, false, false); uerr != nil {
+		if _, uerr := SetUnschedulable(uctx, o.client, node.Name, false, false); uerr != nil {
 			r.Error += "; " + uerr.Error()
 			return
 		}

@@ -47,7 +47,7 @@ func newCmdUncordon(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.C
 		Short: "Give drained nodes or clusters back to scheduling",
 	}
 	cli.Group(cmd)
-	cmd.AddCommand(newCmdUncordonNode(f, streams))
+	cmd.AddCommand(newCmdUncordonNode(f, streams), NewCmdUncordonCluster(f, streams))
 	return cmd
 }
 
@@ -108,14 +108,15 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 		if err != nil {
 			return fmt.Errorf("reading node %s: %w", name, err)
 		}
-		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name), Changed: n.Spec.Unschedulable, Detail: "already schedulable"}
+		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name), Changed: n.Spec.Unschedulable}
+		if e.Changed && o.DryRun != cli.DryRunClient {
+			if e.Changed, err = SetUnschedulable(ctx, client, name, false, o.DryRun == cli.DryRunServer); err != nil {
+				return err
+			}
+		}
+		e.Detail = "already schedulable"
 		if e.Changed {
 			e.Detail = "uncordoned"
-			if o.DryRun != cli.DryRunClient {
-				if err := SetUnschedulable(ctx, client, n, false, o.DryRun == cli.DryRunServer); err != nil {
-					return err
-				}
-			}
 		}
 		report.Items = append(report.Items, e)
 	}
