@@ -181,4 +181,3 @@ func hasPrefix(names []string, prefix string) bool {
 	}
 	return false
 }
-

@@ -182,8 +182,10 @@ func (o *ClusterOptions) waitMoved(ctx context.Context, cluster string, moves []
 	}
 	ri := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster)
 	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) },
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) { return ri.Watch(ctx, opts) },
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) },
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, opts)
+		},
 	}
 	return cli.WaitFor(ctx, "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, o.Timeout, p, func(objs []any) (bool, string, error) {
 		left := 0
