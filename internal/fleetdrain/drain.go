@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -317,6 +318,11 @@ func (d *DrainProgress) Finished(node string) {
 	})
 }
 
+// Done ends the live line with the count of drained nodes.
+func (d *DrainProgress) Done(drained int) {
+	d.p.Done("%d/%d nodes drained", drained, d.total)
+}
+
 func (d *DrainProgress) change(f func()) {
 	if d == nil {
 		return
@@ -328,11 +334,14 @@ func (d *DrainProgress) change(f func()) {
 	for _, n := range d.running {
 		s := d.nodes[n]
 		part := fmt.Sprintf("%s %d/%d evicted", n, s.evicted, s.total)
-		waits := map[string]bool{}
+		var waits []string
 		for _, b := range s.blocked {
-			waits[b] = true
+			if !slices.Contains(waits, b) {
+				waits = append(waits, b)
+			}
 		}
-		for b := range waits {
+		slices.Sort(waits)
+		for _, b := range waits {
 			part += ", waiting on " + b
 		}
 		parts = append(parts, part)

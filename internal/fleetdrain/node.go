@@ -232,7 +232,7 @@ func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *D
 	}
 	close(work)
 	wg.Wait()
-	o.drainer.Progress.p.Done("%d/%d nodes drained", countResult(*report, NodeDrained), len(nodes))
+	o.drainer.Progress.Done(countResult(*report, NodeDrained))
 	if err := o.Output.Print(o.Out, report, report.resultTable); err != nil {
 		return err
 	}

@@ -115,3 +115,24 @@ func testPlacements() []ocm.Placement {
 		p("ops", "monitoring", ocm.Toleration{Operator: ocm.TolerationOpExists}),
 	}
 }
+
+// FuzzPlanCluster feeds label values from the cluster (untrusted) to the
+// plan: every work lands in exactly one of moves and stays.
+func FuzzPlanCluster(f *testing.F) {
+	f.Add("web", "apps.web", "")
+	f.Add("monitoring", "", "governance")
+	f.Add("", ".", "")
+	f.Add("web", "team.web.extra", "x")
+	f.Fuzz(func(t *testing.T, placement, replicaSet, addon string) {
+		labels := map[string]string{
+			"work.open-cluster-management.io/placementname":          placement,
+			"work.open-cluster-management.io/manifestworkreplicaset": replicaSet,
+			"open-cluster-management.io/addon-name":                  addon,
+		}
+		works := []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: labels}}}
+		r := PlanCluster("spoke", works, testPlacements(), metav1.Now().Time)
+		if len(r.Moves)+len(r.Stays) != 1 {
+			t.Fatalf("work planned %d times: %+v", len(r.Moves)+len(r.Stays), r)
+		}
+	})
+}
