@@ -66,5 +66,8 @@ demo-up: build e2e-tools ## Like demo, but leave the clusters running and print 
 demo-down: e2e-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
+bench: build e2e-tools ## Benchmarks on local clusters (fleetdrain: 4 nodes x 50 pods, --max-concurrent 4 vs sequential kubectl drain)
+	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -count=1 -run '^$$' -bench . -timeout 30m ./e2e/...
+
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
 	rm -rf $(OUT)

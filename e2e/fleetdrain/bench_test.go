@@ -97,4 +97,3 @@ func BenchmarkDrainFourNodes(b *testing.B) {
 	b.Logf("4 nodes x 50 pods: fleetdrain --max-concurrent 4 %s, kubectl drain one node after another %s, ratio %.2f",
 		fleetdrainTime/time.Duration(b.N), kubectlTime/time.Duration(b.N), kubectlTime.Seconds()/fleetdrainTime.Seconds())
 }
-
