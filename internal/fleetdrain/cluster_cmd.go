@@ -25,6 +25,9 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
+// managedClusters is the resource that cluster names complete from.
+const managedClusters = "managedclusters.cluster.open-cluster-management.io"
+
 // ClusterOptions are the flags of `fleetdrain cluster`.
 type ClusterOptions struct {
 	genericiooptions.IOStreams
@@ -62,16 +65,13 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			# The report as YAML
 			kubectl fleetdrain cluster spoke-1 -o yaml`),
 		Args:              cli.MinArgs(1, "cluster name"),
-		ValidArgsFunction: cli.ResourceNames(f, "managedclusters.cluster.open-cluster-management.io"),
+		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+			if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
 				return err
 			}
 			o.Clusters = args
-			if err := o.Output.Validate(); err != nil {
-				return err
-			}
 			if o.Timeout <= 0 {
 				return cli.UsageErrorf("--timeout must be positive, got %s", o.Timeout)
 			}
@@ -311,16 +311,13 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 			# See what would change
 			kubectl fleetdrain uncordon cluster spoke-1 --dry-run=client`),
 		Args:              cli.MinArgs(1, "cluster name"),
-		ValidArgsFunction: cli.ResourceNames(f, "managedclusters.cluster.open-cluster-management.io"),
+		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+			if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
 				return err
 			}
 			o.Clusters = args
-			if err := o.Output.Validate(); err != nil {
-				return err
-			}
 			d, err := f.DynamicClient()
 			if err != nil {
 				return err

@@ -15,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 )
+
+// drainQPS is the request rate a node drain may use.
+const drainQPS = 50
 
 // NodeOptions are the flags and clients of `fleetdrain node`.
 type NodeOptions struct {
@@ -122,12 +126,21 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 // Complete reads the dry-run strategy, the client and the node names.
 func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+	if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
 		return err
 	}
 	o.Nodes = args
-	if o.client, err = f.KubernetesClientSet(); err != nil {
+	cfg, err := f.ToRESTConfig()
+	if err != nil {
 		return err
+	}
+	// One eviction per pod, for several nodes at once: client-go's default
+	// of 5 requests a second would serialise the drains. The API server's
+	// priority and fairness still protects it.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = drainQPS, 2*drainQPS
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("building the client: %w", err)
 	}
 	return nil
 }
@@ -175,10 +188,7 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 	if err := o.newDrainer(ctx, len(nodes)); err != nil {
 		return err
 	}
-	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes")}
-	if o.DryRun != cli.DryRunNone {
-		report.DryRun = map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[o.DryRun]
-	}
+	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: dryRunName(o.DryRun)}
 	for _, n := range nodes {
 		found, err := o.drainer.Find(ctx, n)
 		if err != nil {
@@ -213,10 +223,13 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 
 func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
 	for _, n := range nodes {
-		if _, err := SetUnschedulable(ctx, o.client, n.Name, true, false); err != nil {
+		changed, err := SetUnschedulable(ctx, o.client, n.Name, true, false)
+		if err != nil {
 			return fmt.Errorf("%w; nodes cordoned before it stay cordoned: `kubectl fleetdrain uncordon node` gives them back", err)
 		}
-		fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
+		if changed {
+			fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
+		}
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup

@@ -37,6 +37,16 @@ func (r UncordonReport) table() cli.Table {
 	return t
 }
 
+// readWriteFlags reads --dry-run and checks -o, the flags of every
+// fleetdrain command that writes.
+func readWriteFlags(cmd *cobra.Command, out *cli.Output) (cli.DryRun, error) {
+	dryRun, err := cli.GetDryRun(cmd)
+	if err != nil {
+		return dryRun, err
+	}
+	return dryRun, out.Validate()
+}
+
 func dryRunName(s cli.DryRun) string {
 	return map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[s]
 }
@@ -78,13 +88,10 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+			if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
 				return err
 			}
 			o.Nodes = args
-			if err := o.Output.Validate(); err != nil {
-				return err
-			}
 			return o.Run(cmd.Context(), f)
 		},
 	}
