@@ -296,7 +296,7 @@ func (d *DrainProgress) evicted(node string) {
 func (d *DrainProgress) blocked(node string, pod *corev1.Pod, b *policyv1.PodDisruptionBudget) {
 	name := "a disruption budget"
 	if b != nil {
-		name = fmt.Sprintf("budget %s (%d allowed)", podKey(b.Namespace, b.Name), b.Status.DisruptionsAllowed)
+		name = "budget " + podKey(b.Namespace, b.Name)
 	}
 	d.change(func() { d.nodes[node].blocked[podKey(pod.Namespace, pod.Name)] = name })
 }
