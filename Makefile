@@ -9,6 +9,7 @@ CACHE        ?= $(HOME)/.cache/spokekit
 TOOLS_BIN    := $(CACHE)/tools/bin
 E2E_WORKDIR  ?= /tmp/spokekit-e2e
 DEMO_WORKDIR ?= $(CACHE)/demo
+BENCH_PKGS   ?= ./e2e/spoke/ ./e2e/fleetdrain/
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -66,8 +67,8 @@ demo-up: build e2e-tools ## Like demo, but leave the clusters running and print 
 demo-down: e2e-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
-bench: build ## Benchmarks on real local clusters (kubectl spoke list on 2,000 spokes against kubectl get)
-	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -run '^$$' -bench . ./e2e/...
+bench: build e2e-tools ## Benchmarks on local clusters, as ratios against kubectl (spoke list; fleetdrain node)
+	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -count=1 -run '^$$' -bench . -timeout 30m $(BENCH_PKGS)
 
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
 	rm -rf $(OUT)

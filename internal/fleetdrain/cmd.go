@@ -12,7 +12,7 @@ import (
 
 // NewCmdFleetdrain builds `kubectl fleetdrain` and its subcommands.
 func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
-	root, _ := cli.NewRoot(cli.Plugin{
+	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "fleetdrain",
 		Short: "Drain nodes of a cluster, or a spoke out of the fleet, and give them back",
 		Long: templates.LongDesc(`
@@ -24,8 +24,12 @@ func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
 			before anything was changed, 4 changed but the wait timed out (run
 			the same command again to finish).`),
 		Example: templates.Examples(`
-			# Show the plugin version
-			kubectl fleetdrain version`),
+			# Drain two nodes at once, within every PodDisruptionBudget
+			kubectl fleetdrain node worker-1 worker-2 --ignore-daemonsets --max-concurrent 2
+
+			# Give a node back
+			kubectl fleetdrain uncordon node worker-1`),
 	}, streams)
+	root.AddCommand(NewCmdNode(f, streams), NewCmdCluster(f, streams), newCmdUncordon(f, streams))
 	return root
 }

@@ -1,0 +1,350 @@
+package fleetdrain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// evictRetry bounds the wait between two tries of an eviction the API server
+// refused, in case the budget's status does not change in between.
+const evictRetry = 5 * time.Second
+
+// NodeDrainer evicts the pods of nodes with the eviction semantics of
+// k8s.io/kubectl/pkg/drain (its Helper carries the filters, grace period,
+// dry-run and delete-or-evict choice), within the budgets of a shared
+// BudgetView, and waits for the pods to be gone by watching them.
+type NodeDrainer struct {
+	Helper  *drain.Helper
+	Budgets *BudgetView
+	// PDBTimeout bounds how long one pod's eviction waits for a budget.
+	PDBTimeout time.Duration
+	// Eviction is the policy API version for evictions; empty means delete.
+	Eviction schema.GroupVersion
+	Progress *DrainProgress
+}
+
+// ErrBudgetBlocked is the cause of a drain stopped by a budget that allowed
+// no disruption for the whole --pdb-timeout.
+var ErrBudgetBlocked = errors.New("blocked by a PodDisruptionBudget")
+
+// Find lists what the drain library would do on node, for the plan.
+func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, error) {
+	found := NodePods{Node: node}
+	all, err := d.Helper.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: d.Helper.PodSelector,
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(),
+	})
+	if err != nil {
+		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+	}
+	found.All = all.Items
+	list, errs := d.Helper.GetPodsForDeletion(node.Name)
+	if list == nil {
+		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, errors.Join(errs...))
+	}
+	found.Evict, found.Refusals, found.Warnings = list.Pods(), errs, list.Warnings()
+	sort.Slice(found.All, func(i, j int) bool {
+		return podKey(found.All[i].Namespace, found.All[i].Name) < podKey(found.All[j].Namespace, found.All[j].Name)
+	})
+	sort.Slice(found.Evict, func(i, j int) bool {
+		return podKey(found.Evict[i].Namespace, found.Evict[i].Name) < podKey(found.Evict[j].Namespace, found.Evict[j].Name)
+	})
+	return found, nil
+}
+
+// SetUnschedulable cordons (desired true) or uncordons a node with the drain
+// library's patch, reading the node first; a no-op when it already is so.
+func SetUnschedulable(ctx context.Context, client kubernetes.Interface, name string, desired bool, serverDryRun bool) (changed bool, err error) {
+	verb := map[bool]string{true: "cordoning", false: "uncordoning"}[desired]
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
+	}
+	h := drain.NewCordonHelper(node)
+	if !h.UpdateIfRequired(desired) {
+		return false, nil
+	}
+	err, patchErr := h.PatchOrReplaceWithContext(ctx, client, serverDryRun)
+	if err == nil {
+		err = patchErr
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
+	}
+	return true, nil
+}
+
+// Drain evicts the drainable pods of a cordoned node and waits until they
+// are gone. It lists them again: pods may have landed before the cordon.
+func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int, err error) {
+	if d.Helper.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Helper.Timeout)
+		defer cancel()
+	}
+	found, err := d.Find(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	if len(found.Refusals) > 0 {
+		return 0, fmt.Errorf("pods the flags do not allow to remove appeared on node %s: %w", node.Name, errors.Join(found.Refusals...))
+	}
+	watch, err := watchNodePods(ctx, d.Helper, node.Name)
+	if err != nil {
+		return 0, err
+	}
+	d.Progress.start(node.Name, len(found.Evict))
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range found.Evict {
+		pod := &found.Evict[i]
+		wg.Go(func() {
+			err := d.evict(ctx, node.Name, pod)
+			if err == nil {
+				err = watch.waitGone(ctx, pod)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			evicted++
+			d.Progress.evicted(node.Name)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return evicted, errors.Join(errs...)
+	}
+	return evicted, nil
+}
+
+// evict removes one pod: deleted with --disable-eviction, otherwise evicted
+// once the shared view has a disruption to spare for it. A budget that
+// allows none is waited on (woken by its changes) up to PDBTimeout.
+func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) error {
+	if d.Eviction.Empty() {
+		if err := d.Helper.DeletePod(*pod); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+		}
+		return nil
+	}
+	var blockedSince time.Time
+	for {
+		changed := d.Budgets.Changed()
+		release, blocking := d.Budgets.Reserve(pod)
+		if blocking == nil {
+			err := d.Helper.EvictPod(*pod, d.Eviction)
+			switch {
+			case err == nil:
+				d.Progress.unblocked(node, pod)
+				return nil
+			case apierrors.IsNotFound(err):
+				release()
+				return nil
+			case apierrors.IsTooManyRequests(err):
+				release()
+				blocking = firstOr(Covering(d.Budgets.List(), pod), nil)
+			default:
+				release()
+				return fmt.Errorf("evicting pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+			}
+		}
+		if blockedSince.IsZero() {
+			blockedSince = time.Now()
+		}
+		d.Progress.blocked(node, pod, blocking)
+		left := d.PDBTimeout - time.Since(blockedSince)
+		if left <= 0 {
+			return budgetError(pod, blocking, d.PDBTimeout)
+		}
+		timer := time.NewTimer(min(left, evictRetry))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("evicting pod %s: %w", podKey(pod.Namespace, pod.Name), context.Cause(ctx))
+		}
+		timer.Stop()
+	}
+}
+
+func budgetError(pod *corev1.Pod, b *policyv1.PodDisruptionBudget, waited time.Duration) error {
+	if b == nil {
+		return fmt.Errorf("pod %s: eviction refused for %s: %w", podKey(pod.Namespace, pod.Name), waited, ErrBudgetBlocked)
+	}
+	return fmt.Errorf("pod %s: PodDisruptionBudget %s allowed %d disruptions (%d of %d expected pods healthy) for %s: %w",
+		podKey(pod.Namespace, pod.Name), podKey(b.Namespace, b.Name), b.Status.DisruptionsAllowed,
+		b.Status.CurrentHealthy, b.Status.ExpectedPods, waited, ErrBudgetBlocked)
+}
+
+func firstOr[T any](s []T, def T) T {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
+}
+
+// nodePodWatch follows the pods of one node.
+type nodePodWatch struct {
+	store  cache.Store
+	signal *signal
+	helper *drain.Helper
+}
+
+func watchNodePods(ctx context.Context, h *drain.Helper, node string) (*nodePodWatch, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(h.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+	}))
+	inf := factory.Core().V1().Pods().Informer()
+	w := &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h}
+	if _, err := inf.AddEventHandler(w.signal.handler()); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("watching the pods of node %s: %w", node, context.Cause(ctx))
+	}
+	return w, nil
+}
+
+// waitGone waits until pod (this UID) is gone from the node, or has been
+// terminating longer than --skip-wait-for-delete-timeout.
+func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
+	if w.helper.DryRunStrategy == cli.DryRunServer {
+		return nil
+	}
+	for {
+		changed := w.signal.wait()
+		obj, exists, _ := w.store.GetByKey(podKey(pod.Namespace, pod.Name))
+		if !exists || obj.(*corev1.Pod).UID != pod.UID || w.skip(obj.(*corev1.Pod)) {
+			return nil
+		}
+		skipCheck := make(<-chan time.Time)
+		if w.helper.SkipWaitForDeleteTimeoutSeconds > 0 {
+			skipCheck = time.After(time.Second)
+		}
+		select {
+		case <-changed:
+		case <-skipCheck:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for pod %s to terminate: %w", podKey(pod.Namespace, pod.Name), context.Cause(ctx))
+		}
+	}
+}
+
+func (w *nodePodWatch) skip(p *corev1.Pod) bool {
+	n := w.helper.SkipWaitForDeleteTimeoutSeconds
+	return n > 0 && p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time) > time.Duration(n)*time.Second
+}
+
+// DrainProgress is the live line of a run: per node evicted/total, and the
+// budget a node waits on.
+type DrainProgress struct {
+	mu      sync.Mutex
+	p       *cli.Progress
+	total   int
+	done    int
+	nodes   map[string]*nodeProgress
+	running []string
+}
+
+type nodeProgress struct {
+	evicted, total int
+	blocked        map[string]string // pod -> budget
+}
+
+// NewDrainProgress reports on p about a run over total nodes.
+func NewDrainProgress(p *cli.Progress, total int) *DrainProgress {
+	return &DrainProgress{p: p, total: total, nodes: map[string]*nodeProgress{}}
+}
+
+func (d *DrainProgress) start(node string, pods int) {
+	d.change(func() {
+		d.nodes[node] = &nodeProgress{total: pods, blocked: map[string]string{}}
+		d.running = append(d.running, node)
+	})
+}
+
+func (d *DrainProgress) evicted(node string) {
+	d.change(func() { d.nodes[node].evicted++ })
+}
+
+func (d *DrainProgress) blocked(node string, pod *corev1.Pod, b *policyv1.PodDisruptionBudget) {
+	name := "a disruption budget"
+	if b != nil {
+		name = "budget " + podKey(b.Namespace, b.Name)
+	}
+	d.change(func() { d.nodes[node].blocked[podKey(pod.Namespace, pod.Name)] = name })
+}
+
+func (d *DrainProgress) unblocked(node string, pod *corev1.Pod) {
+	d.change(func() { delete(d.nodes[node].blocked, podKey(pod.Namespace, pod.Name)) })
+}
+
+// Finished marks a node's drain as over.
+func (d *DrainProgress) Finished(node string) {
+	d.change(func() {
+		d.done++
+		for i, n := range d.running {
+			if n == node {
+				d.running = append(d.running[:i], d.running[i+1:]...)
+				break
+			}
+		}
+	})
+}
+
+// Done ends the live line with the count of drained nodes.
+func (d *DrainProgress) Done(drained int) {
+	d.p.Done("%d/%d nodes drained", drained, d.total)
+}
+
+func (d *DrainProgress) change(f func()) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f()
+	parts := []string{fmt.Sprintf("%d/%d nodes drained", d.done, d.total)}
+	for _, n := range d.running {
+		s := d.nodes[n]
+		part := fmt.Sprintf("%s %d/%d evicted", n, s.evicted, s.total)
+		var waits []string
+		for _, b := range s.blocked {
+			if !slices.Contains(waits, b) {
+				waits = append(waits, b)
+			}
+		}
+		slices.Sort(waits)
+		for _, b := range waits {
+			part += ", waiting on " + b
+		}
+		parts = append(parts, part)
+	}
+	d.p.Update("%s", strings.Join(parts, " | "))
+}

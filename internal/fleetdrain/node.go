@@ -1,0 +1,388 @@
+package fleetdrain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/drain"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// drainQPS is the request rate a node drain may use.
+const drainQPS = 50
+
+// NodeOptions are the flags and clients of `fleetdrain node`.
+type NodeOptions struct {
+	genericiooptions.IOStreams
+	Output *cli.Output
+
+	Nodes                    []string
+	Selector                 string
+	PodSelector              string
+	Force                    bool
+	IgnoreDaemonSets         bool
+	DeleteEmptyDirData       bool
+	GracePeriod              int
+	Timeout                  time.Duration
+	DisableEviction          bool
+	SkipWaitForDeleteTimeout int
+	MaxConcurrent            int
+	PDBTimeout               time.Duration
+	UncordonOnFailure        bool
+	DryRun                   cli.DryRun
+	client                   kubernetes.Interface
+	drainer                  *NodeDrainer
+}
+
+// NewNodeOptions returns the defaults: as safe as kubectl drain.
+func NewNodeOptions(streams genericiooptions.IOStreams) *NodeOptions {
+	return &NodeOptions{IOStreams: streams, Output: cli.NewOutput(), GracePeriod: -1, MaxConcurrent: 1, PDBTimeout: 5 * time.Minute}
+}
+
+// NewCmdNode builds `kubectl fleetdrain node`.
+func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewNodeOptions(streams)
+	cmd := &cobra.Command{
+		Use:   "node NODE... | -l SELECTOR",
+		Short: "Cordon nodes and evict their pods, several at once, within every disruption budget",
+		Long: templates.LongDesc(`
+			Drain nodes the way kubectl drain does (the same filters and eviction
+			rules), with what it lacks:
+
+			* a plan first: per node the pods to evict, the pods skipped, and what
+			  blocks (pods without a controller, local data, a PodDisruptionBudget
+			  that allows no disruption, named with the pods it protects).
+			  --dry-run prints exactly this plan and changes nothing;
+			* pods that the flags do not allow to remove refuse the whole run
+			  before any node is cordoned (exit 3);
+			* several nodes at once (--max-concurrent), sharing one view of the
+			  disruption budgets so that together they never take more than a
+			  budget allows;
+			* a budget that keeps refusing is waited on for --pdb-timeout, then the
+			  node fails and the budget is named; --uncordon-on-failure gives the
+			  node back then;
+			* a summary per node with its Cluster API Machine (annotation
+			  cluster.x-k8s.io/machine), the name to hand to the platform team.
+
+			All nodes are cordoned first, so evicted pods do not land on a node
+			about to be drained. Exit 0 only when every node was drained.`),
+		Example: templates.Examples(`
+			# Show what draining two nodes would do, changing nothing
+			kubectl fleetdrain node worker-1 worker-2 --ignore-daemonsets --dry-run=client
+
+			# Drain every node of a pool, two at a time, waiting at most 2 minutes on any budget
+			kubectl fleetdrain node -l pool=md-0 --ignore-daemonsets --delete-emptydir-data \
+			  --max-concurrent 2 --pdb-timeout 2m
+
+			# Drain a node of a tenant cluster; give it back if the drain fails
+			kubectl fleetdrain node worker-3 --kubeconfig app.kubeconfig --ignore-daemonsets --uncordon-on-failure
+
+			# The same report as JSON, for a script
+			kubectl fleetdrain node worker-1 --ignore-daemonsets -o json`),
+		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	flags := cmd.Flags()
+	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Drain the nodes matching this label selector instead of named nodes")
+	flags.StringVar(&o.PodSelector, "pod-selector", o.PodSelector, "Only evict pods matching this label selector")
+	flags.BoolVar(&o.Force, "force", o.Force, "Also delete pods that no controller manages (they are not recreated)")
+	flags.BoolVar(&o.IgnoreDaemonSets, "ignore-daemonsets", o.IgnoreDaemonSets, "Leave DaemonSet-managed pods on the node")
+	flags.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", o.DeleteEmptyDirData, "Also evict pods with emptyDir volumes (their data is lost)")
+	flags.IntVar(&o.GracePeriod, "grace-period", o.GracePeriod, "Seconds each pod gets to terminate; -1 uses the pod's own terminationGracePeriodSeconds")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up on a node after this long (0: no limit)")
+	flags.BoolVar(&o.DisableEviction, "disable-eviction", o.DisableEviction, "Delete pods instead of evicting them; bypasses every PodDisruptionBudget")
+	flags.IntVar(&o.SkipWaitForDeleteTimeout, "skip-wait-for-delete-timeout", o.SkipWaitForDeleteTimeout, "Stop waiting for a pod terminating for longer than this many seconds (0: always wait)")
+	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
+	flags.DurationVar(&o.PDBTimeout, "pdb-timeout", o.PDBTimeout, "How long an eviction waits for a PodDisruptionBudget that allows no disruption before the node fails")
+	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed (unless it was cordoned before)")
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Complete reads the dry-run strategy, the client and the node names.
+func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	var err error
+	if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
+		return err
+	}
+	o.Nodes = args
+	cfg, err := f.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	// One eviction per pod, for several nodes at once: client-go's default
+	// of 5 requests a second would serialise the drains. The API server's
+	// priority and fairness still protects it.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = drainQPS, 2*drainQPS
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("building the client: %w", err)
+	}
+	return nil
+}
+
+// Validate rejects bad flags before any request.
+func (o *NodeOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if len(o.Nodes) == 0 && o.Selector == "" {
+		return cli.UsageErrorf("name at least one node, or select nodes with -l")
+	}
+	if len(o.Nodes) > 0 && o.Selector != "" {
+		return cli.UsageErrorf("name nodes or select them with -l, not both")
+	}
+	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
+		if _, err := labels.Parse(s.value); err != nil {
+			return cli.UsageErrorf("invalid %s %q: %v", s.flag, s.value, err)
+		}
+	}
+	switch {
+	case o.MaxConcurrent < 1:
+		return cli.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
+	case o.PDBTimeout <= 0:
+		return cli.UsageErrorf("--pdb-timeout must be positive, got %s", o.PDBTimeout)
+	case o.Timeout < 0:
+		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+	case o.SkipWaitForDeleteTimeout < 0:
+		return cli.UsageErrorf("--skip-wait-for-delete-timeout must not be negative, got %d", o.SkipWaitForDeleteTimeout)
+	case o.GracePeriod < -1:
+		return cli.UsageErrorf("--grace-period must be -1 (the pod's own) or more, got %d", o.GracePeriod)
+	}
+	return nil
+}
+
+// Run plans every node, refuses before any change when something blocks,
+// then cordons all nodes and drains them, MaxConcurrent at a time.
+func (o *NodeOptions) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	nodes, err := o.selectNodes(ctx)
+	if err != nil {
+		return err
+	}
+	if err := o.newDrainer(ctx, len(nodes)); err != nil {
+		return err
+	}
+	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: dryRunName(o.DryRun)}
+	for _, n := range nodes {
+		found, err := o.drainer.Find(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%w; nothing was changed", err)
+		}
+		report.Items = append(report.Items, PlanNode(found, o.drainer.Budgets.List()))
+	}
+	if refused := refusedNodes(report); len(refused) > 0 {
+		for i := range report.Items {
+			if report.Items[i].refused() {
+				report.Items[i].Result = NodeRefused
+			}
+		}
+		if err := o.Output.Print(o.Out, report, report.planTable); err != nil {
+			return err
+		}
+		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again",
+			strings.Join(refused, ", "), refusalSummary(report))
+	}
+	if o.DryRun == cli.DryRunServer {
+		for _, n := range nodes {
+			if _, err := SetUnschedulable(ctx, o.client, n.Name, true, true); err != nil {
+				return err
+			}
+		}
+	}
+	if o.DryRun != cli.DryRunNone {
+		return o.Output.Print(o.Out, report, report.planTable)
+	}
+	return o.drain(ctx, nodes, &report)
+}
+
+func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
+	for _, n := range nodes {
+		changed, err := SetUnschedulable(ctx, o.client, n.Name, true, false)
+		if err != nil {
+			return fmt.Errorf("%w; nodes cordoned before it stay cordoned: `kubectl fleetdrain uncordon node` gives them back", err)
+		}
+		if changed {
+			fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
+		}
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range o.MaxConcurrent {
+		wg.Go(func() {
+			for i := range work {
+				o.drainOne(ctx, nodes[i], &report.Items[i])
+			}
+		})
+	}
+	for i := range nodes {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	o.drainer.Progress.Done(countResult(*report, NodeDrained))
+	if err := o.Output.Print(o.Out, report, report.resultTable); err != nil {
+		return err
+	}
+	if o.Output.IsTable() {
+		fmt.Fprint(o.Out, report.machineNote())
+	}
+	var failed []string
+	for _, n := range report.Items {
+		if n.Result != NodeDrained {
+			failed = append(failed, n.Metadata.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d node(s) not drained: %s; run the same command again to retry them (drained nodes are skipped quickly)",
+			len(failed), len(nodes), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeReport) {
+	start := time.Now()
+	evicted, err := o.drainer.Drain(ctx, node)
+	r.Evicted = evicted
+	r.Duration = time.Since(start).Round(time.Second / 10).String()
+	o.drainer.Progress.Finished(node.Name)
+	if err == nil {
+		r.Result = NodeDrained
+		fmt.Fprintf(o.ErrOut, "node/%s drained\n", node.Name)
+		return
+	}
+	r.Result, r.Error = NodeFailed, err.Error()
+	fmt.Fprintf(o.ErrOut, "node/%s not drained: %v\n", node.Name, err)
+	if o.UncordonOnFailure && !r.WasUnschedulable {
+		// A fresh context: the failure may be the run's own deadline.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if _, uerr := SetUnschedulable(uctx, o.client, node.Name, false, false); uerr != nil {
+			r.Error += "; " + uerr.Error()
+			return
+		}
+		r.Uncordoned = true
+		fmt.Fprintf(o.ErrOut, "node/%s uncordoned\n", node.Name)
+	}
+}
+
+func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
+	var nodes []*corev1.Node
+	if o.Selector != "" {
+		list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		if err != nil {
+			return nil, fmt.Errorf("listing nodes with selector %q: %w", o.Selector, err)
+		}
+		if len(list.Items) == 0 {
+			return nil, cli.Refusedf("no node matches selector %q; nothing was changed", o.Selector)
+		}
+		for i := range list.Items {
+			nodes = append(nodes, &list.Items[i])
+		}
+		return nodes, nil
+	}
+	seen := map[string]bool{}
+	for _, name := range o.Nodes {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		n, err := o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, cli.Refusedf("node %q not found; nothing was changed (list them with `kubectl get nodes`)", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
+	h := &drain.Helper{
+		Ctx:                             ctx,
+		Client:                          o.client,
+		Force:                           o.Force,
+		GracePeriodSeconds:              o.GracePeriod,
+		IgnoreAllDaemonSets:             o.IgnoreDaemonSets,
+		Timeout:                         o.Timeout,
+		DeleteEmptyDirData:              o.DeleteEmptyDirData,
+		PodSelector:                     o.PodSelector,
+		DisableEviction:                 o.DisableEviction,
+		SkipWaitForDeleteTimeoutSeconds: o.SkipWaitForDeleteTimeout,
+		EvictErrorRetryDelay:            evictRetry,
+		DryRunStrategy:                  o.DryRun,
+		Out:                             io.Discard,
+		ErrOut:                          o.ErrOut,
+	}
+	budgets, err := NewBudgetView(ctx, o.client)
+	if err != nil {
+		return err
+	}
+	d := &NodeDrainer{Helper: h, Budgets: budgets, PDBTimeout: o.PDBTimeout, Progress: NewDrainProgress(cli.NewProgress(o.ErrOut), nodes)}
+	if !o.DisableEviction {
+		if d.Eviction, err = drain.CheckEvictionSupport(o.client); err != nil {
+			return fmt.Errorf("checking eviction support: %w", err)
+		}
+	}
+	o.drainer = d
+	return nil
+}
+
+func refusedNodes(r DrainReport) []string {
+	var out []string
+	for _, n := range r.Items {
+		if n.refused() {
+			out = append(out, n.Metadata.Name)
+		}
+	}
+	return out
+}
+
+func refusalSummary(r DrainReport) string {
+	var msgs []string
+	for _, n := range r.Items {
+		for _, b := range n.Blockers {
+			if b.Refuses {
+				msgs = append(msgs, n.Metadata.Name+": "+b.Message)
+			}
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func countResult(r DrainReport, want NodeResult) int {
+	c := 0
+	for _, n := range r.Items {
+		if n.Result == want {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,160 @@
+package fleetdrain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// NodeResult is how a node's drain ended (or, in a plan, would start).
+type NodeResult string
+
+// Node results.
+const (
+	// NodePlanned: a dry run; nothing was changed.
+	NodePlanned NodeResult = "Planned"
+	// NodeRefused: a blocker found before any change; nothing was changed.
+	NodeRefused NodeResult = "Refused"
+	NodeDrained NodeResult = "Drained"
+	NodeFailed  NodeResult = "Failed"
+)
+
+// MachineAnnotation names the Cluster API Machine behind a node.
+const MachineAnnotation = "cluster.x-k8s.io/machine"
+
+// DrainReport is what `fleetdrain node` prints, with the same schema for a
+// dry run (every node Planned) and a real run.
+type DrainReport struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string       `json:"dryRun,omitempty"`
+	Items          []NodeReport `json:"items"`
+}
+
+// NodeReport is the plan for one node and, after a run, its outcome.
+type NodeReport struct {
+	api.ReportMeta `json:",inline"`
+	// Machine is the Cluster API Machine behind the node, for the platform team.
+	Machine string     `json:"machine,omitempty"`
+	Result  NodeResult `json:"result"`
+	// WasUnschedulable: the node was cordoned before this run, so a failed
+	// drain leaves it cordoned.
+	WasUnschedulable bool `json:"wasUnschedulable"`
+	// Uncordoned: the drain failed and --uncordon-on-failure gave the node back.
+	Uncordoned bool         `json:"uncordoned,omitempty"`
+	Evict      []PlannedPod `json:"evict"`
+	Skip       []PlannedPod `json:"skip,omitempty"`
+	Blockers   []Blocker    `json:"blockers,omitempty"`
+	Warnings   []string     `json:"warnings,omitempty"`
+	// Evicted counts the pods that were evicted (or deleted) and are gone.
+	Evicted  int    `json:"evicted"`
+	Error    string `json:"error,omitempty"`
+	Duration string `json:"duration,omitempty"`
+}
+
+// PlannedPod is one pod of a node and what the drain does with it.
+type PlannedPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Owner is the controller of the pod, e.g. ReplicaSet/web-6d4b.
+	Owner string `json:"owner,omitempty"`
+	// Budgets are the PodDisruptionBudgets (namespace/name) protecting it.
+	Budgets []string `json:"budgets,omitempty"`
+	// Reason says why a pod is skipped.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Blocker kinds.
+const (
+	BlockerBudget    = "PodDisruptionBudget"
+	BlockerUnmanaged = "UnmanagedPods"
+	BlockerLocalData = "LocalData"
+	BlockerDaemonSet = "DaemonSetPods"
+	BlockerOther     = "Other"
+)
+
+// Blocker is something that stops a node's drain: pods the flags do not
+// allow to remove (the drain is refused before any change), or a
+// PodDisruptionBudget allowing no disruption (waited on up to --pdb-timeout).
+type Blocker struct {
+	Kind string `json:"kind"`
+	// Name is the budget's namespace/name.
+	Name               string `json:"name,omitempty"`
+	DisruptionsAllowed *int32 `json:"disruptionsAllowed,omitempty"`
+	// Pods are the node's pods it concerns (namespace/name).
+	Pods    []string `json:"pods"`
+	Message string   `json:"message"`
+	// Refuses: the drain cannot start while it stands.
+	Refuses bool `json:"refuses"`
+}
+
+func podKey(namespace, name string) string { return namespace + "/" + name }
+
+// refused tells whether any blocker of the report stops the drain before it starts.
+func (r NodeReport) refused() bool {
+	for _, b := range r.Blockers {
+		if b.Refuses {
+			return true
+		}
+	}
+	return false
+}
+
+// planTable is the dry-run (and refusal) view: one row per pod and blocker.
+func (r DrainReport) planTable() cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "NODE"}, {Name: "ACTION"}, {Name: "POD"}, {Name: "DETAIL"}, {Name: "MACHINE", Wide: true}}}
+	for _, n := range r.Items {
+		add := func(action, pod, detail string) {
+			t.Rows = append(t.Rows, []string{n.Metadata.Name, action, pod, detail, n.Machine})
+		}
+		for _, p := range n.Evict {
+			detail := p.Owner
+			if len(p.Budgets) > 0 {
+				detail += " (budget " + strings.Join(p.Budgets, ", ") + ")"
+			}
+			add("evict", podKey(p.Namespace, p.Name), detail)
+		}
+		for _, p := range n.Skip {
+			add("skip", podKey(p.Namespace, p.Name), p.Reason)
+		}
+		for _, b := range n.Blockers {
+			add("blocked", strings.Join(b.Pods, ","), b.Message)
+		}
+		for _, w := range n.Warnings {
+			add("warning", "", w)
+		}
+		if len(n.Evict)+len(n.Skip)+len(n.Blockers)+len(n.Warnings) == 0 {
+			add("none", "", "no pods to evict")
+		}
+	}
+	return t
+}
+
+// resultTable is the summary after a run: one row per node.
+func (r DrainReport) resultTable() cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "NODE"}, {Name: "RESULT"}, {Name: "EVICTED"}, {Name: "MACHINE"}, {Name: "DURATION"}, {Name: "DETAIL"}}}
+	for _, n := range r.Items {
+		detail := n.Error
+		if n.Uncordoned {
+			detail += " (node uncordoned)"
+		}
+		t.Rows = append(t.Rows, []string{n.Metadata.Name, string(n.Result), strconv.Itoa(n.Evicted) + "/" + strconv.Itoa(len(n.Evict)), n.Machine, n.Duration, strings.TrimSpace(detail)})
+	}
+	return t
+}
+
+// machineNote tells the user what to hand to the platform team.
+func (r DrainReport) machineNote() string {
+	var lines []string
+	for _, n := range r.Items {
+		if n.Result == NodeDrained && n.Machine != "" {
+			lines = append(lines, fmt.Sprintf("  node %s is Machine %s", n.Metadata.Name, n.Machine))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "Drained nodes and their Cluster API Machines (hand these names to the platform team):\n" + strings.Join(lines, "\n") + "\n"
+}

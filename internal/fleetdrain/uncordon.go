@@ -1,0 +1,131 @@
+package fleetdrain
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// UncordonReport lists what `fleetdrain uncordon` gave back.
+type UncordonReport struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string          `json:"dryRun,omitempty"`
+	Items          []UncordonEntry `json:"items"`
+}
+
+// UncordonEntry is one node or cluster and whether it changed.
+type UncordonEntry struct {
+	api.ReportMeta `json:",inline"`
+	// Changed is false when there was nothing of ours to remove.
+	Changed bool   `json:"changed"`
+	Detail  string `json:"detail"`
+}
+
+func (r UncordonReport) table() cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "KIND"}, {Name: "NAME"}, {Name: "CHANGED"}, {Name: "DETAIL"}}}
+	for _, e := range r.Items {
+		t.Rows = append(t.Rows, []string{e.Kind, e.Metadata.Name, fmt.Sprint(e.Changed), e.Detail})
+	}
+	return t
+}
+
+// readWriteFlags reads --dry-run and checks -o, the flags of every
+// fleetdrain command that writes.
+func readWriteFlags(cmd *cobra.Command, out *cli.Output) (cli.DryRun, error) {
+	dryRun, err := cli.GetDryRun(cmd)
+	if err != nil {
+		return dryRun, err
+	}
+	return dryRun, out.Validate()
+}
+
+func dryRunName(s cli.DryRun) string {
+	return map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[s]
+}
+
+func newCmdUncordon(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "uncordon",
+		Short: "Give drained nodes or clusters back to scheduling",
+	}
+	cli.Group(cmd)
+	cmd.AddCommand(newCmdUncordonNode(f, streams), NewCmdUncordonCluster(f, streams))
+	return cmd
+}
+
+// UncordonNodeOptions are the flags of `fleetdrain uncordon node`.
+type UncordonNodeOptions struct {
+	genericiooptions.IOStreams
+	Output *cli.Output
+	Nodes  []string
+	DryRun cli.DryRun
+}
+
+func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UncordonNodeOptions{IOStreams: streams, Output: cli.NewOutput()}
+	cmd := &cobra.Command{
+		Use:   "node NODE...",
+		Short: "Make drained nodes schedulable again",
+		Long: templates.LongDesc(`
+			Clear the unschedulable flag of each node, the only thing a node drain
+			sets on a node. Pods evicted by the drain are not moved back; new pods
+			can land on the node again. Nodes already schedulable are left alone.`),
+		Example: templates.Examples(`
+			# Give two nodes back
+			kubectl fleetdrain uncordon node worker-1 worker-2
+
+			# See what would change
+			kubectl fleetdrain uncordon node worker-1 --dry-run=client -o yaml`),
+		Args:              cli.MinArgs(1, "node name"),
+		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
+				return err
+			}
+			o.Nodes = args
+			return o.Run(cmd.Context(), f)
+		},
+	}
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Run clears the flag on every node that has it.
+func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
+	client, err := f.KubernetesClientSet()
+	if err != nil {
+		return err
+	}
+	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: dryRunName(o.DryRun)}
+	for _, name := range o.Nodes {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return cli.Refusedf("node %q not found; nothing was changed", name)
+		}
+		if err != nil {
+			return fmt.Errorf("reading node %s: %w", name, err)
+		}
+		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name), Changed: n.Spec.Unschedulable}
+		if e.Changed && o.DryRun != cli.DryRunClient {
+			if e.Changed, err = SetUnschedulable(ctx, client, name, false, o.DryRun == cli.DryRunServer); err != nil {
+				return err
+			}
+		}
+		e.Detail = "already schedulable"
+		if e.Changed {
+			e.Detail = "uncordoned"
+		}
+		report.Items = append(report.Items, e)
+	}
+	return o.Output.Print(o.Out, report, report.table)
+}
