@@ -64,8 +64,8 @@ func benchSetup(b *testing.B, c *harness.Cluster, pool string) []string {
 func BenchmarkDrainFourNodes(b *testing.B) {
 	var ours, theirs *harness.Cluster
 	g, gctx := errgroup.WithContext(ctx(b, 5*time.Minute))
-	g.Go(func() (err error) { ours, err = startCluster(gctx, "bench-fleetdrain"); return err })
-	g.Go(func() (err error) { theirs, err = startCluster(gctx, "bench-kubectl"); return err })
+	g.Go(func() (err error) { ours, err = env.StartCluster(gctx, "bench-fleetdrain"); return err })
+	g.Go(func() (err error) { theirs, err = env.StartCluster(gctx, "bench-kubectl"); return err })
 	assert.NilError(b, g.Wait())
 
 	var fleetdrainTime, kubectlTime time.Duration

@@ -45,31 +45,15 @@ type lazyCluster struct {
 func (l *lazyCluster) get(t testing.TB) *harness.Cluster {
 	t.Helper()
 	l.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		l.cluster, l.err = startCluster(ctx, l.name)
+		l.cluster, l.err = env.StartCluster(ctx, l.name)
 		if l.err == nil && l.setup != nil {
 			l.err = l.setup(ctx, l.cluster)
 		}
 	})
 	assert.NilError(t, l.err)
 	return l.cluster
-}
-
-// startCluster starts a cluster, restarting it once when it does not come
-// up: on a loaded machine kube-controller-manager gives up when the API
-// server is not healthy within its first seconds, and kwokctl does not
-// restart it (the default service account then never appears).
-func startCluster(ctx context.Context, name string) (*harness.Cluster, error) {
-	c, err := env.StartCluster(ctx, name)
-	if err == nil || c == nil || c.Kube == nil {
-		return c, err
-	}
-	fmt.Fprintf(os.Stderr, "cluster %s did not come up (%v); restarting it\n", name, err)
-	if err := c.Stop(ctx); err != nil {
-		return nil, err
-	}
-	return c, c.Start(ctx)
 }
 
 var (

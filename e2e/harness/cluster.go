@@ -140,7 +140,18 @@ func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
 	if err := c.loadClients(); err != nil {
 		return nil, err
 	}
-	return c, c.waitServing(ctx)
+	if err := c.waitServing(ctx, 90*time.Second); err == nil {
+		return c, nil
+	}
+	// On a loaded machine kube-controller-manager gives up when the API
+	// server is not healthy within its first seconds, and kwokctl does not
+	// restart it (the default service account then never appears): restart
+	// the cluster once.
+	fmt.Fprintf(os.Stderr, "cluster %s did not settle; restarting it\n", name)
+	if err := c.Stop(ctx); err != nil {
+		return nil, err
+	}
+	return c, c.Start(ctx)
 }
 
 func (c *Cluster) loadClients() error {
@@ -159,11 +170,10 @@ func (c *Cluster) loadClients() error {
 	return nil
 }
 
-// waitServing waits until the API server answers and the default service
-// account exists (pods in "default" need it). Generous: on a loaded 2-core
-// machine a control plane can take minutes to settle.
-func (c *Cluster) waitServing(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+// waitServing waits up to limit until the API server answers and the
+// default service account exists (pods in "default" need it).
+func (c *Cluster) waitServing(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var last error
 	for {
@@ -193,7 +203,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.env.run(ctx, c.Name, "start", "cluster", "--name", c.Name); err != nil {
 		return fmt.Errorf("starting cluster %s: %w", c.Name, err)
 	}
-	return c.waitServing(ctx)
+	return c.waitServing(ctx, 5*time.Minute)
 }
 
 // clusterDir is the kwok workdir of one cluster. Each cluster has its own, so
