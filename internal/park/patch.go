@@ -27,9 +27,13 @@ func (p Patch) JSON() ([]byte, error) {
 	return data, nil
 }
 
-func (p *Patch) test(path string, value any) { *p = append(*p, PatchOp{Op: "test", Path: path, Value: value}) }
-func (p *Patch) add(path string, value any)  { *p = append(*p, PatchOp{Op: "add", Path: path, Value: value}) }
-func (p *Patch) remove(path string)          { *p = append(*p, PatchOp{Op: "remove", Path: path}) }
+func (p *Patch) test(path string, value any) {
+	*p = append(*p, PatchOp{Op: "test", Path: path, Value: value})
+}
+func (p *Patch) add(path string, value any) {
+	*p = append(*p, PatchOp{Op: "add", Path: path, Value: value})
+}
+func (p *Patch) remove(path string) { *p = append(*p, PatchOp{Op: "remove", Path: path}) }
 
 // replace tests the old value and then replaces it.
 func (p *Patch) replace(path string, old, value any) {

@@ -311,7 +311,7 @@ func (o *ResumeOptions) desiredWorkers(ctx context.Context) (int, error) {
 // ResumePhase is where the workers are on their way back.
 type ResumePhase struct {
 	Desired, Provisioning, Running, NodesJoined int
-	done                                       bool
+	done                                        bool
 }
 
 // resumePhase counts machines by step: provisioning, running, and running
