@@ -62,5 +62,7 @@ func run(m *testing.M) int {
 	}
 	capi = standin.New(platform, namespace)
 	go capi.Run(ctx)
-	return m.Run()
+	code := m.Run()
+	cancel() // the stand-in stops before the clusters go
+	return code
 }

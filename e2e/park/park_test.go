@@ -5,6 +5,7 @@ package park
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,17 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Equal(t, after.Annotations[park.RecordAnnotation], record)
 	})
 
+	t.Run("list shows the parked cluster and its record", func(t *testing.T) {
+		r := kubectl(t, "park", "list", "-n", namespace)
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Regexp(`(?m)^app\s+Parked\s+0/0\s+\S+\s+md-0=3,md-1=4,auto=1\.\.5\s*$`, r.Stdout), r)
+		r = kubectl(t, "park", "list", "-A", "-o", "json")
+		assert.Equal(t, r.ExitCode, 0, r)
+		var l park.ClusterList
+		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &l), r)
+		assert.Check(t, len(l.Items) > 0)
+	})
+
 	t.Run("resume restores exactly what was recorded", func(t *testing.T) {
 		before := getCluster(t, "app")
 		r := kubectl(t, "park", "resume", "app", "-n", namespace, "--wait", "--timeout", "2m")
@@ -207,6 +219,13 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		_, recorded := after.Annotations[park.RecordAnnotation]
 		assert.Check(t, !recorded, "the record is removed")
 		assert.Equal(t, runningMachines(t, "app"), 8)
+		// Nodes turn Ready (kwok) shortly after they join; list then says Running.
+		running := regexp.MustCompile(`(?m)^app\s+Running\s+8/8\s`)
+		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			r = kubectl(t, "park", "list", "-n", namespace)
+			return running.MatchString(r.Stdout), nil
+		})
+		assert.NilError(t, err, r)
 	})
 
 	t.Run("resuming a running cluster changes nothing", func(t *testing.T) {

@@ -36,6 +36,7 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(
 		NewCmdParkCluster(f, streams),
 		NewCmdResume(f, streams),
+		NewCmdList(f, streams),
 	)
 	return root
 }
