@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	standin "github.com/spokekit/spokekit/e2e/standin/capi"
 )
 
@@ -17,7 +18,7 @@ import (
 func (d *Demo) park(ctx context.Context) error {
 	fmt.Println("\n==> kubectl park: a Cluster API cluster with pools of 3, 2 and an autoscaled one")
 	const ns = "dynamo-prod"
-	tenant, err := d.env.StartCluster(ctx, "app")
+	tenant, err := d.env.StartCluster(ctx, "app", harness.KwokManagesAnnotatedNodesOnly())
 	if err != nil {
 		return err
 	}

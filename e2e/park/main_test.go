@@ -55,7 +55,10 @@ func run(m *testing.M) int {
 		_, err = platform.Kube.CoreV1().Namespaces().Create(gctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 		return err
 	})
-	g.Go(func() (err error) { tenant, err = env.StartCluster(gctx, "tenant"); return err })
+	g.Go(func() (err error) {
+		tenant, err = env.StartCluster(gctx, "tenant", harness.KwokManagesAnnotatedNodesOnly())
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

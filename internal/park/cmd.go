@@ -37,6 +37,7 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdParkCluster(f, streams),
 		NewCmdResume(f, streams),
 		NewCmdList(f, streams),
+		NewCmdStatus(f, streams),
 	)
 	return root
 }

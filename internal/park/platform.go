@@ -90,6 +90,26 @@ func list[T any](ctx context.Context, p *Platform, resource, cluster string) ([]
 	return capi.ListFromUnstructured[T](l)
 }
 
+// healthChecks lists the MachineHealthChecks whose spec names the cluster
+// (the cluster-name label is only added by Cluster API's webhook).
+func (p *Platform) healthChecks(ctx context.Context, cluster string) ([]capi.MachineHealthCheck, error) {
+	l, err := p.resource(capi.MachineHealthCheckResource).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the MachineHealthChecks in %s: %w", p.Namespace, err)
+	}
+	all, err := capi.ListFromUnstructured[capi.MachineHealthCheck](l)
+	if err != nil {
+		return nil, err
+	}
+	var out []capi.MachineHealthCheck
+	for _, h := range all {
+		if h.Spec.ClusterName == cluster {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
 // clusterPlan is a plan made from one read of a Cluster.
 type clusterPlan interface {
 	patch() Patch
