@@ -30,28 +30,7 @@ func (d *Demo) park(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go capi.Run(runCtx)
-	if err := d.platform.ApplyYAML(ctx, `apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: app
-  namespace: `+ns+`
-spec:
-  topology:
-    classRef:
-      name: kubevirt-kubeadm
-    version: v1.34.1
-    workers:
-      machineDeployments:
-      - {class: default-worker, name: md-0, replicas: 3}
-      - {class: default-worker, name: md-1, replicas: 2}
-      machinePools:
-      - class: pool
-        name: auto
-        metadata:
-          annotations:
-            cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: "1"
-            cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"
-`); err != nil {
+	if err := d.platform.ApplyYAML(ctx, standin.ThreePoolCluster(ns, "app")); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stdout, "\n(the stand-in brings up the workers; resume --wait on a running cluster waits for them)")

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
+	standin "github.com/spokekit/spokekit/e2e/standin/capi"
 	capiapi "github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/park"
 )
@@ -40,37 +41,6 @@ func kubectl(t *testing.T, args ...string) harness.Result {
 	r, err := platform.For(t.TempDir()).Kubectl(ctx(t), args...)
 	assert.NilError(t, err)
 	return r
-}
-
-// clusterYAML is a Cluster with pools of 3 and 2 machines and one the
-// autoscaler manages (1..5).
-func clusterYAML(name string) string {
-	return `apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: ` + name + `
-  namespace: ` + namespace + `
-spec:
-  topology:
-    classRef:
-      name: kubevirt-kubeadm
-    version: v1.34.1
-    workers:
-      machineDeployments:
-      - class: default-worker
-        name: md-0
-        replicas: 3
-      - class: default-worker
-        name: md-1
-        replicas: 2
-      machinePools:
-      - class: pool
-        name: auto
-        metadata:
-          annotations:
-            cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: "1"
-            cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"
-`
 }
 
 func getCluster(t *testing.T, name string) *capiapi.Cluster {
@@ -106,7 +76,7 @@ func waitRunning(t *testing.T, name string, want int) {
 func createCluster(t *testing.T, name string) {
 	t.Helper()
 	capi.AddTenant(name, tenant)
-	assert.NilError(t, platform.ApplyYAML(ctx(t), clusterYAML(name)))
+	assert.NilError(t, platform.ApplyYAML(ctx(t), standin.ThreePoolCluster(namespace, name)))
 }
 
 func replicas(c *capiapi.Cluster) []string {

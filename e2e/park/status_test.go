@@ -20,6 +20,7 @@ import (
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	standin "github.com/spokekit/spokekit/e2e/standin/capi"
@@ -101,6 +102,24 @@ spec:
 		return replacements(t, "flaky-md-0-") >= 3, nil
 	})
 	assert.NilError(t, err, "the stand-in's health check replaces the broken machine")
+	// Then the platform team relaxes the check, so the broken machine stays
+	// and its node is there, NotReady, to be reported.
+	_, err = platform.Dynamic.Resource(capiapi.GVR("v1beta2", capiapi.MachineHealthCheckResource)).Namespace(namespace).Patch(ctx(t), "flaky-workers", types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/spec/checks/unhealthyNodeConditions/0/timeoutSeconds","value":3600}]`), metav1.PatchOptions{})
+	assert.NilError(t, err)
+	err = wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		nodes, err := tenant.Kube.CoreV1().Nodes().List(ctx(t), metav1.ListOptions{LabelSelector: "e2e.spokekit.io/broken=true"})
+		if err != nil || len(nodes.Items) == 0 {
+			return false, err
+		}
+		for _, c := range nodes.Items[0].Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	assert.NilError(t, err, "a broken node is registered and NotReady")
 
 	r := kubectl(t, "park", "status", "flaky", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)

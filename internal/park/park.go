@@ -156,6 +156,10 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			var err error
+			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -167,7 +171,8 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	return cmd
 }
 
-// Complete fills the options from the command line and the kubeconfig.
+// Complete fills the options from the command line and the kubeconfig; it
+// sends no request.
 func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	var err error
@@ -178,12 +183,7 @@ func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string
 		return err
 	}
 	o.progress = cli.NewProgress(o.Streams.ErrOut)
-	if o.ControlPlane {
-		// Refused before any request: there is nothing to look up.
-		return nil
-	}
-	o.platform, err = NewPlatform(f, o.Namespace)
-	return err
+	return nil
 }
 
 // Validate rejects what cannot be done before anything is read or changed.

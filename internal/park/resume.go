@@ -172,7 +172,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			# Resume the cluster "app" to what it was when parked
 			kubectl park resume app -n dynamo-prod
 
-			# Resume and wait until every worker's node is Ready
+			# Resume and wait until every worker is running with its node joined
 			kubectl park resume app -n dynamo-prod --wait --timeout 20m
 
 			# Resume a cluster parked by hand with two workers per pool
@@ -186,6 +186,10 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			var err error
+			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -197,7 +201,8 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	return cmd
 }
 
-// Complete fills the options from the command line and the kubeconfig.
+// Complete fills the options from the command line and the kubeconfig; it
+// sends no request.
 func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	o.replicasSet = cmd.Flags().Changed("replicas")
@@ -209,11 +214,7 @@ func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []stri
 		return err
 	}
 	o.progress = cli.NewProgress(o.Streams.ErrOut)
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	o.platform, err = NewPlatform(f, o.Namespace)
-	return err
+	return nil
 }
 
 // Validate rejects bad flags before any request.

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	capiapi "github.com/spokekit/spokekit/internal/api/capi"
@@ -421,17 +422,24 @@ func registerNode(ctx context.Context, kube kubernetes.Interface, name string, b
 	} else {
 		n.Labels["e2e.spokekit.io/broken"] = "true"
 	}
-	created, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	if err != nil || !broken {
+	_, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
-		Message: "container runtime network not ready", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	_, err = kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
+	if !broken {
+		return nil
+	}
+	// The node controller also writes node status; retry on its conflicts.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+			Message: "container runtime network not ready", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = kube.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // nodeHealthy reads the Node's Ready condition. A broken node is never
@@ -502,4 +510,32 @@ func (s *StandIn) controlPlanePods(ctx context.Context, c *capiapi.Cluster) erro
 		}
 	}
 	return nil
+}
+
+// ThreePoolCluster is a Cluster with worker pools of 3 and 2 machines and a
+// machine pool the cluster autoscaler manages (1..5), as the scenarios and
+// the demo use it.
+func ThreePoolCluster(namespace, name string) string {
+	return `apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: ` + name + `
+  namespace: ` + namespace + `
+spec:
+  topology:
+    classRef:
+      name: kubevirt-kubeadm
+    version: v1.34.1
+    workers:
+      machineDeployments:
+      - {class: default-worker, name: md-0, replicas: 3}
+      - {class: default-worker, name: md-1, replicas: 2}
+      machinePools:
+      - class: pool
+        name: auto
+        metadata:
+          annotations:
+            cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: "1"
+            cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"
+`
 }
