@@ -123,7 +123,7 @@ spec:
 
 	r := kubectl(t, "park", "status", "flaky", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)
-	for _, want := range []string{"Cluster phase: Provisioned", "keeps being replaced", "MachineHealthCheck flaky-workers",
+	for _, want := range []string{"Cluster phase: Provisioned", "keeps being replaced", "MachineHealthCheck flaky-workers: 0 of 1 machines healthy",
 		"Control-plane pods: flaky-0 (Running), flaky-1 (Running)", "NotReady nodes: flaky-md-0-", "default/stuck (Pending)", "Pending CSRs: stuck-csr", "Report them rather than approving"} {
 		assert.Check(t, is.Contains(r.Stdout, want), r)
 	}

@@ -151,6 +151,9 @@ func (s *StandIn) reconcile(ctx context.Context, c *capiapi.Cluster, obj *unstru
 			desired, current, ready = desired+d, current+cur, ready+r
 		}
 	}
+	if err := s.healthCheckStatus(ctx, c.Name, current, ready); err != nil {
+		return err
+	}
 	status := map[string]any{"phase": "Provisioned", "workers": map[string]any{"desiredReplicas": desired, "replicas": current, "readyReplicas": ready}}
 	old, _, _ := unstructured.NestedMap(obj.Object, "status")
 	if fmt.Sprint(old) == fmt.Sprint(status) {
@@ -375,6 +378,32 @@ func (s *StandIn) unhealthyTimeout(ctx context.Context, cluster string) (*time.D
 		}
 	}
 	return nil, nil
+}
+
+// healthCheckStatus counts the machines each health check of the cluster
+// covers, and how many of them are healthy.
+func (s *StandIn) healthCheckStatus(ctx context.Context, cluster string, expected, healthy int64) error {
+	ri := s.dyn().Resource(mhcs).Namespace(s.Namespace)
+	l, err := ri.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range l.Items {
+		h := &l.Items[i]
+		if name, _, _ := unstructured.NestedString(h.Object, "spec", "clusterName"); name != cluster {
+			continue
+		}
+		e, _, _ := unstructured.NestedInt64(h.Object, "status", "expectedMachines")
+		c, _, _ := unstructured.NestedInt64(h.Object, "status", "currentHealthy")
+		if e == expected && c == healthy {
+			continue
+		}
+		h.Object["status"] = map[string]any{"expectedMachines": expected, "currentHealthy": healthy}
+		if _, err := ri.UpdateStatus(ctx, h, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // remediate does what MachineHealthCheck and the MachineSet do together:
