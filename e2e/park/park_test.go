@@ -255,7 +255,12 @@ spec:
 	}
 
 	t.Run("a cluster parked by hand resumes with --replicas", func(t *testing.T) {
-		r := kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "2m")
+		// The change is made, the wait runs out at once: exit 4.
+		r := kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "1ms")
+		assert.Equal(t, r.ExitCode, 4, r)
+		assert.Check(t, is.Contains(r.Stderr, "timed out"), r)
+		// Running it again finishes the job.
+		r = kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "2m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.DeepEqual(t, replicas(getCluster(t, "hand")), []string{"md-0=1 autoscaler=..", "md-1=1 autoscaler=.."})
 	})

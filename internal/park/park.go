@@ -230,14 +230,16 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	default:
 		o.progress.Done("cluster %s/%s parked: %d pool(s) set to 0 replicas", o.Namespace, o.Name, len(plan.Changes))
 	}
+	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if err := o.waitMachinesGone(ctx); err != nil {
-			o.print(plan)
-			return err
+		if waitErr = o.waitMachinesGone(ctx); waitErr == nil {
+			plan.Survivors = o.survivors(ctx, before)
 		}
-		plan.Survivors = o.survivors(ctx, before)
 	}
-	return o.print(plan)
+	if err := o.print(plan); err != nil {
+		return err
+	}
+	return waitErr
 }
 
 func (o *ParkOptions) waitMachinesGone(ctx context.Context) error {
