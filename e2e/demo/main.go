@@ -100,7 +100,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	steps := []func(context.Context) error{d.plugins, d.spokeLifecycle, d.fleetdrain}
+	steps := []func(context.Context) error{d.plugins, d.spokeLifecycle, d.fleetdrain, d.park}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err

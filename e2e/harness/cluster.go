@@ -110,7 +110,11 @@ type Cluster struct {
 func (c *Cluster) Context() string { return "kwok-" + c.Name }
 
 // StartCluster creates and starts a cluster and waits until it serves.
-func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
+func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOption) (*Cluster, error) {
+	var o clusterOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Cluster{Name: name, Kubeconfig: filepath.Join(e.Workdir, name+".kubeconfig"), env: e}
 	e.mu.Lock()
 	e.clusters = append(e.clusters, c)
@@ -124,7 +128,7 @@ func (e *Env) StartCluster(ctx context.Context, name string) (*Cluster, error) {
 	}
 	c.ports = ports
 	config := filepath.Join(e.Workdir, name+".kwokctl.yaml")
-	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)+o.extraConfig), 0o644); err != nil {
 		return nil, err
 	}
 	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"); err != nil {

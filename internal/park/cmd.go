@@ -12,7 +12,7 @@ import (
 
 // NewCmdPark builds `kubectl park` and its subcommands.
 func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
-	root, _ := cli.NewRoot(cli.Plugin{
+	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "park",
 		Short: "Park a Cluster API cluster's workers at zero, resume them, read its health",
 		Long: templates.LongDesc(`
@@ -27,8 +27,17 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 			before anything was changed, 4 changed but the wait timed out (run
 			the same command again to finish).`),
 		Example: templates.Examples(`
-			# Show the plugin version
-			kubectl park version`),
+			# Park the cluster "app" and wait until its workers are gone
+			kubectl park cluster app -n dynamo-prod --wait
+
+			# Bring back exactly what was parked
+			kubectl park resume app -n dynamo-prod --wait`),
 	}, streams)
+	root.AddCommand(
+		NewCmdParkCluster(f, streams),
+		NewCmdResume(f, streams),
+		NewCmdList(f, streams),
+		NewCmdStatus(f, streams),
+	)
 	return root
 }

@@ -1,0 +1,271 @@
+// Package capi holds the Cluster API kinds spokekit reads and writes, reduced
+// to the fields it uses. The fields named here have the same paths in
+// v1beta2 and v1beta1, so one set of types reads either version; objects are
+// read with the dynamic client and converted.
+package capi
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group is the Cluster API core group.
+const Group = "cluster.x-k8s.io"
+
+// Versions are the served versions spokekit understands, preferred first:
+// v1beta2 is the storage version since Cluster API v1.11, v1beta1 is still
+// served by older management clusters.
+var Versions = []string{"v1beta2", "v1beta1"}
+
+// The Cluster API kinds spokekit uses.
+var (
+	ClusterKind            = schema.GroupKind{Group: Group, Kind: "Cluster"}
+	MachineDeploymentKind  = schema.GroupKind{Group: Group, Kind: "MachineDeployment"}
+	MachinePoolKind        = schema.GroupKind{Group: Group, Kind: "MachinePool"}
+	MachineKind            = schema.GroupKind{Group: Group, Kind: "Machine"}
+	MachineHealthCheckKind = schema.GroupKind{Group: Group, Kind: "MachineHealthCheck"}
+)
+
+// Resources of the kinds above, at a version found by discovery.
+const (
+	ClusterResource            = "clusters"
+	MachineDeploymentResource  = "machinedeployments"
+	MachinePoolResource        = "machinepools"
+	MachineResource            = "machines"
+	MachineHealthCheckResource = "machinehealthchecks"
+)
+
+// GVR is the resource of the core group at a version.
+func GVR(version, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: Group, Version: version, Resource: resource}
+}
+
+// Labels and annotations Cluster API (and the platform around it) sets.
+const (
+	// ClusterNameLabel is on every object that belongs to a cluster.
+	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+	// MachineDeploymentNameLabel names the MachineDeployment of a Machine.
+	MachineDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
+	// MachinePoolNameLabel names the MachinePool of a Machine.
+	MachinePoolNameLabel = "cluster.x-k8s.io/pool-name"
+	// TopologyOwnedLabel marks objects the topology controller manages.
+	TopologyOwnedLabel = "topology.cluster.x-k8s.io/owned"
+	// TopologyDeploymentNameLabel names the topology pool (not the object)
+	// a MachineDeployment and its Machines were made for.
+	TopologyDeploymentNameLabel = "topology.cluster.x-k8s.io/deployment-name"
+	// TopologyPoolNameLabel is TopologyDeploymentNameLabel for MachinePools.
+	TopologyPoolNameLabel = "topology.cluster.x-k8s.io/pool-name"
+
+	// AutoscalerMinSizeAnnotation and AutoscalerMaxSizeAnnotation hand a
+	// pool's replicas to the cluster autoscaler; a topology pool must not set
+	// replicas while it carries them.
+	AutoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+	AutoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+
+	// MachineAnnotation is on a workload cluster's Node and names its Machine.
+	MachineAnnotation = "cluster.x-k8s.io/machine"
+
+	// KamajiNameLabel is on the control-plane pods a Kamaji tenant control
+	// plane runs in the cluster's namespace on the platform.
+	KamajiNameLabel = "kamaji.clastix.io/name"
+
+	// EventMachineMarkedUnhealthy is the reason of the event the
+	// MachineHealthCheck records on a Machine it sends to remediation.
+	EventMachineMarkedUnhealthy = "MachineMarkedUnhealthy"
+
+	// KubeconfigSecretKey is the key of the admin kubeconfig in the
+	// NAME-kubeconfig secret.
+	KubeconfigSecretKey = "value"
+)
+
+// Machine phases.
+const (
+	MachinePhasePending      = "Pending"
+	MachinePhaseProvisioning = "Provisioning"
+	MachinePhaseProvisioned  = "Provisioned"
+	MachinePhaseRunning      = "Running"
+	MachinePhaseDeleting     = "Deleting"
+	MachinePhaseFailed       = "Failed"
+)
+
+// KubeconfigSecretName is the secret that holds a cluster's admin kubeconfig.
+func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
+
+// Cluster is a Cluster API cluster.
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ClusterSpec   `json:"spec,omitempty"`
+	Status            ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec holds what spokekit reads of a cluster's spec.
+type ClusterSpec struct {
+	Paused   *bool     `json:"paused,omitempty"`
+	Topology *Topology `json:"topology,omitempty"`
+}
+
+// Topology is a cluster built from a ClusterClass.
+type Topology struct {
+	// ClassRef names the class in v1beta2; Class in v1beta1.
+	ClassRef *ClassRef `json:"classRef,omitempty"`
+	Class    string    `json:"class,omitempty"`
+	Version  string    `json:"version,omitempty"`
+	Workers  *Workers  `json:"workers,omitempty"`
+}
+
+// ClassRef names a ClusterClass.
+type ClassRef struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Workers are the worker pools of a topology.
+type Workers struct {
+	MachineDeployments []WorkerPool `json:"machineDeployments,omitempty"`
+	MachinePools       []WorkerPool `json:"machinePools,omitempty"`
+}
+
+// WorkerPool is one entry of machineDeployments[] or machinePools[].
+type WorkerPool struct {
+	Class string `json:"class"`
+	Name  string `json:"name"`
+	// Replicas nil means something else (the cluster autoscaler) owns the
+	// count.
+	Replicas *int32       `json:"replicas,omitempty"`
+	Metadata PoolMetadata `json:"metadata,omitempty"`
+}
+
+// PoolMetadata is applied to the pool's MachineDeployment or MachinePool.
+type PoolMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ClusterStatus holds what spokekit reads of a cluster's status.
+type ClusterStatus struct {
+	Phase string `json:"phase,omitempty"`
+	// Workers counts the worker machines (v1beta2).
+	Workers *ReplicaCounts `json:"workers,omitempty"`
+	// V1Beta2 carries the same counts in v1beta1.
+	V1Beta2 *struct {
+		Workers *ReplicaCounts `json:"workers,omitempty"`
+	} `json:"v1beta2,omitempty"`
+}
+
+// ReplicaCounts summarises a set of machines.
+type ReplicaCounts struct {
+	DesiredReplicas *int32 `json:"desiredReplicas,omitempty"`
+	Replicas        *int32 `json:"replicas,omitempty"`
+	ReadyReplicas   *int32 `json:"readyReplicas,omitempty"`
+}
+
+// WorkerCounts returns the worker counts of either version, or nil.
+func (s ClusterStatus) WorkerCounts() *ReplicaCounts {
+	if s.Workers != nil {
+		return s.Workers
+	}
+	if s.V1Beta2 != nil {
+		return s.V1Beta2.Workers
+	}
+	return nil
+}
+
+// MachineDeployment is a set of worker Machines.
+type MachineDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MachineSetSpec   `json:"spec,omitempty"`
+	Status            MachineSetStatus `json:"status,omitempty"`
+}
+
+// MachinePool is a set of worker machines managed as one group.
+type MachinePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MachineSetSpec   `json:"spec,omitempty"`
+	Status            MachineSetStatus `json:"status,omitempty"`
+}
+
+// MachineSetSpec is what MachineDeployments and MachinePools share.
+type MachineSetSpec struct {
+	ClusterName string `json:"clusterName"`
+	Replicas    *int32 `json:"replicas,omitempty"`
+}
+
+// MachineSetStatus is what MachineDeployments and MachinePools report.
+type MachineSetStatus struct {
+	Replicas      *int32 `json:"replicas,omitempty"`
+	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+}
+
+// Machine is one worker (or control-plane) machine.
+type Machine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MachineSpec   `json:"spec,omitempty"`
+	Status            MachineStatus `json:"status,omitempty"`
+}
+
+// MachineSpec holds what spokekit reads of a machine's spec.
+type MachineSpec struct {
+	ClusterName string `json:"clusterName"`
+}
+
+// MachineStatus holds what spokekit reads of a machine's status.
+type MachineStatus struct {
+	Phase   string   `json:"phase,omitempty"`
+	NodeRef *NodeRef `json:"nodeRef,omitempty"`
+}
+
+// NodeRef names the workload cluster's Node of a Machine.
+type NodeRef struct {
+	Name string `json:"name"`
+}
+
+// MachineHealthCheck is the platform's policy for replacing unhealthy machines.
+type MachineHealthCheck struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MachineHealthCheckSpec   `json:"spec,omitempty"`
+	Status            MachineHealthCheckStatus `json:"status,omitempty"`
+}
+
+// MachineHealthCheckSpec holds what spokekit reads of a health check's spec.
+type MachineHealthCheckSpec struct {
+	ClusterName string               `json:"clusterName"`
+	Selector    metav1.LabelSelector `json:"selector"`
+}
+
+// MachineHealthCheckStatus is the health check's count of its machines.
+type MachineHealthCheckStatus struct {
+	ExpectedMachines    *int32 `json:"expectedMachines,omitempty"`
+	CurrentHealthy      *int32 `json:"currentHealthy,omitempty"`
+	RemediationsAllowed *int32 `json:"remediationsAllowed,omitempty"`
+}
+
+// FromUnstructured converts an object read with the dynamic client.
+func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("reading %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return out, nil
+}
+
+// ListFromUnstructured converts every item of a list.
+func ListFromUnstructured[T any](l *unstructured.UnstructuredList) ([]T, error) {
+	out := make([]T, 0, len(l.Items))
+	for i := range l.Items {
+		t, err := FromUnstructured[T](&l.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}

@@ -1,0 +1,223 @@
+package park
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// The states a cluster's workers can be in.
+const (
+	StateRunning  = "Running"
+	StateParked   = "Parked"
+	StateParking  = "Parking"
+	StateResuming = "Resuming"
+)
+
+// ClusterRow is one cluster in `kubectl park list`.
+type ClusterRow struct {
+	api.ReportMeta `json:",inline"`
+	State          string `json:"state"`
+	// ReadyWorkers and DesiredWorkers are nil when the server does not count them.
+	ReadyWorkers   *int32      `json:"readyWorkers,omitempty"`
+	DesiredWorkers *int32      `json:"desiredWorkers,omitempty"`
+	Record         *ParkRecord `json:"record,omitempty"`
+	RecordError    string      `json:"recordError,omitempty"`
+}
+
+// ClusterList is what `kubectl park list` prints.
+type ClusterList struct {
+	api.ReportMeta `json:",inline"`
+	Items          []ClusterRow `json:"items"`
+}
+
+// Row says where a cluster's workers are, from the Cluster object alone.
+func Row(c *capi.Cluster) ClusterRow {
+	row := ClusterRow{ReportMeta: api.NewNamespacedReportMeta("ParkState", c.Namespace, c.Name)}
+	if w := c.Status.WorkerCounts(); w != nil {
+		row.ReadyWorkers, row.DesiredWorkers = w.ReadyReplicas, w.DesiredReplicas
+	}
+	record, _, err := existingRecord(c)
+	if err != nil {
+		row.RecordError = err.Error()
+	}
+	row.Record = record
+	current := int32(0)
+	if w := c.Status.WorkerCounts(); w != nil && w.Replicas != nil {
+		current = *w.Replicas
+	}
+	_, hasRecord := c.Annotations[RecordAnnotation]
+	switch {
+	case hasRecord && current > 0:
+		row.State = StateParking
+	case hasRecord || allParked(c):
+		row.State = StateParked
+	case row.ReadyWorkers != nil && row.DesiredWorkers != nil && *row.ReadyWorkers < *row.DesiredWorkers:
+		row.State = StateResuming
+	default:
+		row.State = StateRunning
+	}
+	return row
+}
+
+func allParked(c *capi.Cluster) bool {
+	pools, err := workerPools(c)
+	if err != nil {
+		return false
+	}
+	for _, p := range pools {
+		if !p.state().parked() {
+			return false
+		}
+	}
+	return true
+}
+
+// ListTable is the human view of the list.
+func ListTable(l ClusterList, now time.Time, allNamespaces bool) cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "NAME"}, {Name: "STATE"}, {Name: "WORKERS"}, {Name: "PARKED-SINCE"}, {Name: "RECORDED"}, {Name: "PARKED-BY", Wide: true}}}
+	if allNamespaces {
+		t.Columns = append([]cli.Column{{Name: "NAMESPACE"}}, t.Columns...)
+	}
+	for _, r := range l.Items {
+		workers := "-"
+		if r.DesiredWorkers != nil {
+			workers = fmt.Sprintf("%s/%d", countOrDash(r.ReadyWorkers), *r.DesiredWorkers)
+		}
+		since, recorded, by := "", "", ""
+		if r.Record != nil {
+			since = duration.HumanDuration(now.Sub(r.Record.ParkedAt.Time))
+			recorded = recordedPools(r.Record)
+			by = r.Record.ParkedBy
+		}
+		if r.RecordError != "" {
+			recorded = "unreadable record"
+		}
+		row := []string{r.Metadata.Name, r.State, workers, since, recorded, by}
+		if allNamespaces {
+			row = append([]string{r.Metadata.Namespace}, row...)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// recordedPools reads as "md-0=3,auto=1..5".
+func recordedPools(r *ParkRecord) string {
+	var parts []string
+	for _, p := range r.Pools {
+		switch {
+		case p.Replicas != nil:
+			parts = append(parts, fmt.Sprintf("%s=%d", p.Name, *p.Replicas))
+		case len(p.Autoscaler) > 0:
+			parts = append(parts, fmt.Sprintf("%s=%s..%s", p.Name, orDash(p.Autoscaler[capi.AutoscalerMinSizeAnnotation]), orDash(p.Autoscaler[capi.AutoscalerMaxSizeAnnotation])))
+		default:
+			parts = append(parts, p.Name+"=unset")
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func countOrDash(n *int32) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+// ListOptions are the options of `kubectl park list`.
+type ListOptions struct {
+	Streams       genericiooptions.IOStreams
+	Output        *cli.Output
+	AllNamespaces bool
+	Namespace     string
+
+	platform *Platform
+}
+
+// NewCmdList builds `kubectl park list`.
+func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ListOptions{Streams: streams, Output: cli.NewOutput()}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List clusters with their parked state, since when, and what was recorded",
+		Long: templates.LongDesc(`
+			List the Cluster API clusters of the namespace (or of every namespace
+			with -A) with the state of their workers: Running, Parked, Parking
+			(parked, machines still going) or Resuming (machines coming back),
+			ready and desired workers, how long ago they were parked and the
+			pool sizes park recorded. It reads the clusters in one request.`),
+		Example: templates.Examples(`
+			# The clusters of an Environment
+			kubectl park list -n dynamo-prod
+
+			# Every cluster on the platform, with who parked them
+			kubectl park list -A -o wide`),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the clusters of every namespace.")
+	return cmd
+}
+
+// Complete validates -o and connects to the platform.
+func (o *ListOptions) Complete(f *cli.Factory) error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	var err error
+	if o.Namespace, _, err = f.Namespace(); err != nil {
+		return err
+	}
+	o.platform, err = NewPlatform(f, o.Namespace)
+	return err
+}
+
+// Run lists the clusters.
+func (o *ListOptions) Run(ctx context.Context) error {
+	ns := o.Namespace
+	if o.AllNamespaces {
+		ns = ""
+	}
+	cs, err := o.platform.Clusters(ctx, ns)
+	if err != nil {
+		return err
+	}
+	l := ClusterList{ReportMeta: api.NewReportMeta("ParkStateList", ""), Items: []ClusterRow{}}
+	for i := range cs {
+		l.Items = append(l.Items, Row(&cs[i]))
+	}
+	sort.Slice(l.Items, func(i, j int) bool {
+		a, b := l.Items[i].Metadata, l.Items[j].Metadata
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	if len(l.Items) == 0 && o.Output.IsTable() {
+		fmt.Fprintf(o.Streams.ErrOut, "No Cluster API clusters found in %s.\n", nsName(ns))
+		return nil
+	}
+	return o.Output.Print(o.Streams.Out, l, func() cli.Table { return ListTable(l, time.Now(), o.AllNamespaces) })
+}
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "any namespace"
+	}
+	return "namespace " + ns
+}

@@ -1,0 +1,49 @@
+package park
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+func withWorkers(c *capi.Cluster, desired, current, ready int32) *capi.Cluster {
+	c.Status.Workers = &capi.ReplicaCounts{DesiredReplicas: &desired, Replicas: &current, ReadyReplicas: &ready}
+	return c
+}
+
+func TestListStates(t *testing.T) {
+	running := withWorkers(threePools(), 6, 6, 6)
+	resuming := withWorkers(threePools(), 6, 4, 3)
+	resuming.Name = "coming-back"
+	parking := applyToCluster(t, threePools(), func(c *capi.Cluster) Patch {
+		p, _ := PlanPark(c, parkedAt, "alice")
+		return p.Patch
+	})
+	parking.Name = "going"
+	withWorkers(parking, 0, 2, 2)
+	parked := applyToCluster(t, threePools(), func(c *capi.Cluster) Patch {
+		p, _ := PlanPark(c, parkedAt, "alice")
+		return p.Patch
+	})
+	parked.Name = "asleep"
+	withWorkers(parked, 0, 0, 0)
+
+	l := ClusterList{ReportMeta: api.NewReportMeta("ParkStateList", "")}
+	for _, c := range []*capi.Cluster{running, resuming, parking, parked} {
+		l.Items = append(l.Items, Row(c))
+	}
+	assert.Equal(t, l.Items[0].State, StateRunning)
+	assert.Equal(t, l.Items[1].State, StateResuming)
+	assert.Equal(t, l.Items[2].State, StateParking)
+	assert.Equal(t, l.Items[3].State, StateParked)
+	var out bytes.Buffer
+	assert.NilError(t, cli.WriteTable(&out, ListTable(l, parkedAt.Add(26*time.Hour), true), true))
+	golden.Assert(t, out.String(), "list-wide.golden")
+}

@@ -1,0 +1,324 @@
+package park
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// ParkPlan is what parking a cluster changes: every worker pool that is not
+// at zero goes to zero, in one patch that also records what the pools were.
+type ParkPlan struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string `json:"dryRun,omitempty"`
+	// Changes are the pools the patch parks; empty when already parked.
+	Changes []PoolChange `json:"changes"`
+	// AtZero are pools that were already at zero and stay as they are.
+	AtZero []string `json:"atZero,omitempty"`
+	// Record is the park record the cluster carries after the patch.
+	Record *ParkRecord `json:"record,omitempty"`
+	Patch  Patch       `json:"patch,omitempty"`
+	// Survivors is filled after --wait: what parking kept and what it removed.
+	Survivors *Survivors `json:"survivors,omitempty"`
+}
+
+func (p *ParkPlan) patch() Patch { return p.Patch }
+
+// PlanPark plans parking cluster c, as user by at time now. Pools already at
+// zero are left alone; a park record already on the cluster is kept, so
+// parking twice changes nothing and resume still knows the first state.
+func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
+	pools, err := workerPools(c)
+	if err != nil {
+		return nil, err
+	}
+	existing, raw, err := existingRecord(c)
+	if err != nil {
+		return nil, cli.Refusedf("cluster %s/%s: %w; nothing was changed (fix or remove the annotation, then run park again)", c.Namespace, c.Name, err)
+	}
+	plan := &ParkPlan{ReportMeta: api.NewNamespacedReportMeta("ParkPlan", c.Namespace, c.Name), Changes: []PoolChange{}, Record: existing}
+	record := ParkRecord{ParkedAt: metav1.NewTime(now.UTC().Truncate(time.Second)), ParkedBy: by}
+	if existing != nil {
+		record = *existing
+		record.Pools = append([]PoolRecord(nil), existing.Pools...)
+	}
+	var patch Patch
+	for _, p := range pools {
+		from := p.state()
+		if from.parked() {
+			plan.AtZero = append(plan.AtZero, p.Name)
+			continue
+		}
+		path := p.path()
+		patch.test(path+"/name", p.Name)
+		// The autoscaler annotations go before replicas are set: Cluster API
+		// refuses a pool with both.
+		for _, k := range sortedKeys(from.Autoscaler) {
+			a := path + "/metadata/annotations/" + pointer(k)
+			patch.test(a, from.Autoscaler[k])
+			patch.remove(a)
+		}
+		if p.Replicas == nil {
+			patch.add(path+"/replicas", 0)
+		} else {
+			patch.replace(path+"/replicas", *p.Replicas, 0)
+		}
+		plan.Changes = append(plan.Changes, PoolChange{Kind: p.Kind, Name: p.Name, From: from, To: PoolState{Replicas: int32Ptr(0)}})
+		if _, ok := record.Find(p.Kind, p.Name); !ok {
+			record.Pools = append(record.Pools, PoolRecord{Kind: p.Kind, Name: p.Name, Replicas: from.Replicas, Autoscaler: from.Autoscaler})
+		}
+	}
+	if len(plan.Changes) == 0 {
+		return plan, nil
+	}
+	value, err := record.Encode()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case existing != nil && value != raw:
+		patch.replace(annotationPath(RecordAnnotation), raw, value)
+	case existing != nil:
+	case c.Annotations == nil:
+		patch.add("/metadata/annotations", map[string]string{RecordAnnotation: value})
+	default:
+		patch.add(annotationPath(RecordAnnotation), value)
+	}
+	plan.Record = &record
+	plan.Patch = patch
+	return plan, nil
+}
+
+// ParkOptions are the options of `kubectl park cluster`.
+type ParkOptions struct {
+	Streams      genericiooptions.IOStreams
+	Output       *cli.Output
+	Name         string
+	Namespace    string
+	ControlPlane bool
+	Wait         bool
+	Timeout      time.Duration
+	DryRun       cli.DryRun
+
+	platform *Platform
+	progress *cli.Progress
+	now      func() time.Time
+}
+
+// NewCmdParkCluster builds `kubectl park cluster NAME`.
+func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ParkOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 10 * time.Minute, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "cluster NAME",
+		Short: "Scale every worker pool of a cluster to zero and record what it was",
+		Long: templates.LongDesc(`
+			Park a Cluster API cluster: every worker pool of its topology
+			(machineDeployments and machinePools) goes to zero replicas in one
+			patch. The same patch records on the Cluster, in the annotation
+			park.spokekit.io/record, what each pool was, when and by whom it
+			was parked, so that resume brings back exactly that. Pools the
+			cluster autoscaler manages lose their min/max annotations while
+			parked and get them back on resume.
+
+			Every value the patch changes is tested first: if someone edits the
+			Cluster between the read and the write, the patch fails as a whole,
+			and park reads the Cluster again and makes a new plan.
+
+			The control plane keeps running and cannot be parked. Parking a
+			parked cluster changes nothing and keeps the first record.`),
+		Example: templates.Examples(`
+			# Park the cluster "app" in the Environment namespace dynamo-prod
+			kubectl park cluster app -n dynamo-prod
+
+			# Park it and wait until its worker machines are gone, then show what is left
+			kubectl park cluster app -n dynamo-prod --wait --timeout 15m
+
+			# Show the patch that would be sent, without sending it
+			kubectl park cluster app -n dynamo-prod --dry-run=client -o json`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			var err error
+			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	cli.AddDryRunFlag(cmd)
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the cluster's worker machines are gone, then show what survives.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0 waits forever).")
+	cmd.Flags().BoolVar(&o.ControlPlane, "control-plane", false, "Ask to park the control plane too (always refused: it cannot be parked).")
+	return cmd
+}
+
+// Complete fills the options from the command line and the kubeconfig; it
+// sends no request.
+func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.Namespace(); err != nil {
+		return err
+	}
+	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	return nil
+}
+
+// Validate rejects what cannot be done before anything is read or changed.
+func (o *ParkOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	if o.ControlPlane {
+		return cli.Refusedf("the control plane of cluster %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", o.Name)
+	}
+	return nil
+}
+
+// Run parks the cluster and, with --wait, follows its machines away.
+func (o *ParkOptions) Run(ctx context.Context) error {
+	p := o.platform
+	var before []capi.Machine
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The machines that go, named in the report once they are gone.
+		ms, err := list[capi.Machine](ctx, p, capi.MachineResource, o.Name)
+		if err != nil {
+			return err
+		}
+		before = ms
+	}
+	by := p.WhoAmI(ctx)
+	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
+		return PlanPark(c, o.now(), by)
+	})
+	if err != nil {
+		return err
+	}
+	if o.DryRun != cli.DryRunNone {
+		plan.DryRun = dryRunName(o.DryRun)
+	}
+	switch {
+	case len(plan.Changes) == 0:
+		o.progress.Done("cluster %s/%s is already parked: nothing changed", o.Namespace, o.Name)
+	case o.DryRun != cli.DryRunNone:
+		o.progress.Done("dry run: cluster %s/%s was not changed", o.Namespace, o.Name)
+	default:
+		o.progress.Done("cluster %s/%s parked: %d pool(s) set to 0 replicas", o.Namespace, o.Name, len(plan.Changes))
+	}
+	var waitErr error
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		if waitErr = o.waitMachinesGone(ctx); waitErr == nil {
+			plan.Survivors = o.survivors(ctx, before)
+		}
+	}
+	if err := o.print(plan); err != nil {
+		return err
+	}
+	return waitErr
+}
+
+func (o *ParkOptions) waitMachinesGone(ctx context.Context) error {
+	return cli.WaitFor(ctx, "worker machines of "+o.Name, o.platform.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+		func(objs []any) (bool, string, error) {
+			ms, err := workerMachines(objs)
+			if err != nil {
+				return false, "", err
+			}
+			if len(ms) == 0 {
+				return true, "all gone", nil
+			}
+			return false, fmt.Sprintf("%d left (%s)", len(ms), machinePhases(ms)), nil
+		})
+}
+
+func (o *ParkOptions) print(plan *ParkPlan) error {
+	err := o.Output.Print(o.Streams.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
+	if err != nil || !o.Output.IsTable() {
+		return err
+	}
+	w := o.Streams.Out
+	if len(plan.Changes) == 0 {
+		fmt.Fprintf(w, "cluster %s is already parked; the record of %s is kept\n", plan.Metadata.Name, recordSince(plan.Record))
+	}
+	if plan.DryRun != "" && len(plan.Patch) > 0 {
+		writePatch(w, plan.Patch)
+	}
+	if plan.Survivors != nil {
+		plan.Survivors.write(w)
+	}
+	return nil
+}
+
+func changesTable(changes []PoolChange) cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "POOL"}, {Name: "KIND"}, {Name: "FROM"}, {Name: "TO"}}}
+	for _, c := range changes {
+		t.Rows = append(t.Rows, []string{c.Name, string(c.Kind), c.From.String(), c.To.String()})
+	}
+	return t
+}
+
+// String reads as "3 replicas" or "autoscaler 1..5".
+func (s PoolState) String() string {
+	var parts []string
+	if s.Replicas != nil {
+		parts = append(parts, fmt.Sprintf("%d replicas", *s.Replicas))
+	}
+	if len(s.Autoscaler) > 0 {
+		parts = append(parts, fmt.Sprintf("autoscaler %s..%s", orDash(s.Autoscaler[capi.AutoscalerMinSizeAnnotation]), orDash(s.Autoscaler[capi.AutoscalerMaxSizeAnnotation])))
+	}
+	if len(parts) == 0 {
+		return "replicas unset"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writePatch(w io.Writer, p Patch) {
+	data, _ := p.JSON()
+	fmt.Fprintf(w, "JSON patch (one request to the Cluster):\n%s\n", data)
+}
+
+func recordSince(r *ParkRecord) string {
+	if r == nil {
+		return "no park (parked by hand, nothing recorded)"
+	}
+	return fmt.Sprintf("%s by %s", r.ParkedAt.UTC().Format(time.RFC3339), r.ParkedBy)
+}
+
+func dryRunName(s cli.DryRun) string {
+	if s == cli.DryRunServer {
+		return "server"
+	}
+	return "client"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package park
+
+import (
+	"encoding/json"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/spokekit/spokekit/internal/api/capi"
+)
+
+// applyToCluster applies the patch a plan makes, the way the API server does.
+func applyToCluster(t *testing.T, c *capi.Cluster, plan func(*capi.Cluster) Patch) *capi.Cluster {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	assert.NilError(t, err)
+	doc, err := json.Marshal(obj)
+	assert.NilError(t, err)
+	data, err := plan(c).JSON()
+	assert.NilError(t, err)
+	p, err := jsonpatch.DecodePatch(data)
+	assert.NilError(t, err)
+	out, err := p.Apply(doc)
+	assert.NilError(t, err)
+	var back capi.Cluster
+	assert.NilError(t, json.Unmarshal(out, &back))
+	return &back
+}
+
+// A change between the read and the write makes the patch fail as a whole.
+func TestParkPatchFailsOnConcurrentChange(t *testing.T) {
+	c := threePools()
+	plan, err := PlanPark(c, parkedAt, "alice")
+	assert.NilError(t, err)
+	changed := threePools()
+	changed.Spec.Topology.Workers.MachineDeployments[1].Replicas = int32Ptr(7)
+	obj, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(changed)
+	doc, _ := json.Marshal(obj)
+	data, _ := plan.Patch.JSON()
+	p, err := jsonpatch.DecodePatch(data)
+	assert.NilError(t, err)
+	_, err = p.Apply(doc)
+	assert.Check(t, is.ErrorContains(err, "test"))
+}
+
+func TestPointerEscapes(t *testing.T) {
+	assert.Equal(t, pointer("a/b~c"), "a~1b~0c")
+}

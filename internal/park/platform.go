@@ -1,0 +1,256 @@
+package park
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// maxAttempts bounds how often a plan is made again after the Cluster
+// changed between reading it and patching it.
+const maxAttempts = 5
+
+// Platform reads and writes Cluster API objects in one namespace of the
+// platform cluster, at the version the server serves.
+type Platform struct {
+	Dynamic   dynamic.Interface
+	Kube      kubernetes.Interface
+	Version   string
+	Namespace string
+}
+
+// NewPlatform finds the served Cluster API version and builds the clients.
+func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
+	mapper, err := f.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("discovering the platform's API: %w", err)
+	}
+	m, err := mapper.RESTMapping(capi.ClusterKind, capi.Versions...)
+	if err != nil {
+		return nil, cli.Refusedf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
+	}
+	dyn, err := f.DynamicClient()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := f.KubernetesClientSet()
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Dynamic: dyn, Kube: kube, Version: m.Resource.Version, Namespace: namespace}, nil
+}
+
+func (p *Platform) resource(name string) dynamic.NamespaceableResourceInterface {
+	return p.Dynamic.Resource(capi.GVR(p.Version, name))
+}
+
+// Cluster reads one Cluster; a missing one is a refusal.
+func (p *Platform) Cluster(ctx context.Context, name string) (*capi.Cluster, error) {
+	u, err := p.resource(capi.ClusterResource).Namespace(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, cli.Refusedf("cluster %q not found in namespace %q; nothing was changed (see the clusters with: kubectl park list -n %s)", name, p.Namespace, p.Namespace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster %s/%s: %w", p.Namespace, name, err)
+	}
+	return capi.FromUnstructured[capi.Cluster](u)
+}
+
+// Clusters lists the clusters of the namespace ("" for all) in one request.
+func (p *Platform) Clusters(ctx context.Context, namespace string) ([]capi.Cluster, error) {
+	l, err := p.resource(capi.ClusterResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	return capi.ListFromUnstructured[capi.Cluster](l)
+}
+
+// list reads objects of one Cluster API resource that belong to a cluster.
+func list[T any](ctx context.Context, p *Platform, resource, cluster string) ([]T, error) {
+	l, err := p.resource(resource).Namespace(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: capi.ClusterNameLabel + "=" + cluster})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s of cluster %s/%s: %w", resource, p.Namespace, cluster, err)
+	}
+	return capi.ListFromUnstructured[T](l)
+}
+
+// healthChecks lists the MachineHealthChecks whose spec names the cluster
+// (the cluster-name label is only added by Cluster API's webhook).
+func (p *Platform) healthChecks(ctx context.Context, cluster string) ([]capi.MachineHealthCheck, error) {
+	l, err := p.resource(capi.MachineHealthCheckResource).Namespace(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the MachineHealthChecks in %s: %w", p.Namespace, err)
+	}
+	all, err := capi.ListFromUnstructured[capi.MachineHealthCheck](l)
+	if err != nil {
+		return nil, err
+	}
+	var out []capi.MachineHealthCheck
+	for _, h := range all {
+		if h.Spec.ClusterName == cluster {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// clusterPlan is a plan made from one read of a Cluster.
+type clusterPlan interface {
+	patch() Patch
+}
+
+// applyPlan reads the cluster, makes the plan and sends its patch. When the
+// patch fails because the cluster changed after the read (a test operation
+// failed), it reads again and makes a new plan, a bounded number of times.
+// With a client dry-run nothing is sent.
+func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dryRun cli.DryRun, progress *cli.Progress, makePlan func(*capi.Cluster) (P, error)) (P, error) {
+	var plan P
+	lastVersion := ""
+	for attempt := 1; ; attempt++ {
+		c, err := p.Cluster(ctx, name)
+		if err != nil {
+			return plan, err
+		}
+		if lastVersion != "" && c.ResourceVersion == lastVersion {
+			// The cluster did not change, so the failure was not a race.
+			return plan, fmt.Errorf("patching cluster %s/%s: %w", p.Namespace, name, err)
+		}
+		if plan, err = makePlan(c); err != nil {
+			return plan, err
+		}
+		if len(plan.patch()) == 0 || dryRun == cli.DryRunClient {
+			return plan, nil
+		}
+		err = p.patchCluster(ctx, name, plan.patch(), dryRun)
+		if err == nil {
+			return plan, nil
+		}
+		if !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
+			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, err)
+		}
+		if attempt == maxAttempts {
+			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, err)
+		}
+		progress.Update("cluster %s changed since it was read (%v); reading it again", name, err)
+		lastVersion = c.ResourceVersion
+	}
+}
+
+func (p *Platform) patchCluster(ctx context.Context, name string, patch Patch, dryRun cli.DryRun) error {
+	data, err := patch.JSON()
+	if err != nil {
+		return err
+	}
+	_, err = p.resource(capi.ClusterResource).Namespace(p.Namespace).Patch(ctx, name, types.JSONPatchType, data,
+		metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun), FieldManager: "kubectl-park"})
+	return err
+}
+
+// WhoAmI names the user the kubeconfig authenticates as, for the record.
+func (p *Platform) WhoAmI(ctx context.Context) string {
+	r, err := p.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || r.Status.UserInfo.Username == "" {
+		return "unknown"
+	}
+	return r.Status.UserInfo.Username
+}
+
+// machineWatch lists and watches the Machines of one cluster.
+func (p *Platform) machineWatch(cluster string) cache.ListerWatcher {
+	ri := p.resource(capi.MachineResource).Namespace(p.Namespace)
+	selector := capi.ClusterNameLabel + "=" + cluster
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return ri.Watch(ctx, o)
+		},
+	}
+}
+
+// workerMachines keeps the Machines a worker pool owns (not the control plane's).
+func workerMachines(objs []any) ([]capi.Machine, error) {
+	var out []capi.Machine
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		m, err := capi.FromUnstructured[capi.Machine](u)
+		if err != nil {
+			return nil, err
+		}
+		if isWorker(m.OwnerReferences) {
+			out = append(out, *m)
+		}
+	}
+	return out, nil
+}
+
+func isWorker(owners []metav1.OwnerReference) bool {
+	for _, o := range owners {
+		switch o.Kind {
+		case "MachineSet", "MachineDeployment", "MachinePool":
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterClient connects to the workload cluster itself: with the given
+// kubeconfig file, or else with the admin kubeconfig the platform keeps in
+// the NAME-kubeconfig secret, read in memory and never written anywhere.
+func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile string) (kubernetes.Interface, string, error) {
+	var cfg *rest.Config
+	var err error
+	source := kubeconfigFile
+	if kubeconfigFile != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfigFile)
+		if err != nil {
+			return nil, source, fmt.Errorf("loading --cluster-kubeconfig %s: %w", kubeconfigFile, err)
+		}
+	} else {
+		secret := capi.KubeconfigSecretName(cluster)
+		source = "secret " + p.Namespace + "/" + secret
+		s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+				return nil, source, fmt.Errorf("cannot read %s (%s); pass --cluster-kubeconfig FILE", source, apierrors.ReasonForError(err))
+			}
+			return nil, source, fmt.Errorf("reading %s: %w", source, err)
+		}
+		data, ok := s.Data[capi.KubeconfigSecretKey]
+		if !ok {
+			return nil, source, fmt.Errorf("%s has no key %q; pass --cluster-kubeconfig FILE", source, capi.KubeconfigSecretKey)
+		}
+		cfg, err = clientcmd.RESTConfigFromKubeConfig(data)
+		if err != nil {
+			// The parse error could quote the credential; say only where it failed.
+			return nil, source, errors.New("the kubeconfig in " + source + " does not parse; pass --cluster-kubeconfig FILE")
+		}
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, source, fmt.Errorf("client for the cluster from %s: %w", source, err)
+	}
+	return kube, source, nil
+}

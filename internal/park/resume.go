@@ -1,0 +1,370 @@
+package park
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// ResumePlan is what resuming a cluster changes: each parked pool gets back
+// what the park record says (or the replicas asked for), and the record goes.
+type ResumePlan struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string       `json:"dryRun,omitempty"`
+	Record         *ParkRecord  `json:"record,omitempty"`
+	Changes        []PoolChange `json:"changes"`
+	// NotRecorded are pools at zero with no record, left at zero.
+	NotRecorded []string `json:"notRecorded,omitempty"`
+	// Gone are recorded pools no longer in the topology.
+	Gone  []string `json:"gone,omitempty"`
+	Patch Patch    `json:"patch,omitempty"`
+}
+
+func (p *ResumePlan) patch() Patch { return p.Patch }
+
+// PlanResume plans resuming cluster c: recorded pools get their recorded
+// replicas and autoscaler annotations back, or replicas when it is set (which
+// also resumes pools parked by hand). A running cluster plans no change.
+func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
+	pools, err := workerPools(c)
+	if err != nil {
+		return nil, err
+	}
+	record, raw, err := existingRecord(c)
+	if err != nil && replicas == nil {
+		return nil, cli.Refusedf("cluster %s/%s: %w; nothing was changed (pass --replicas N to resume every pool to N)", c.Namespace, c.Name, err)
+	}
+	_, hasRecord := c.Annotations[RecordAnnotation]
+	plan := &ResumePlan{ReportMeta: api.NewNamespacedReportMeta("ResumePlan", c.Namespace, c.Name), Record: record, Changes: []PoolChange{}}
+	var patch Patch
+	inTopology := map[string]bool{}
+	for _, p := range pools {
+		inTopology[string(p.Kind)+"/"+p.Name] = true
+		from := p.state()
+		r, recorded := record.Find(p.Kind, p.Name)
+		var to PoolState
+		switch {
+		case replicas != nil && (recorded || from.parked()):
+			to = PoolState{Replicas: replicas}
+		case recorded:
+			to = PoolState{Replicas: r.Replicas, Autoscaler: r.Autoscaler}
+		case from.parked():
+			plan.NotRecorded = append(plan.NotRecorded, p.Name)
+			continue
+		default:
+			continue
+		}
+		if from.equal(to) {
+			continue
+		}
+		restorePool(&patch, p, to)
+		plan.Changes = append(plan.Changes, PoolChange{Kind: p.Kind, Name: p.Name, From: from, To: to})
+	}
+	if record != nil {
+		for _, r := range record.Pools {
+			if !inTopology[string(r.Kind)+"/"+r.Name] {
+				plan.Gone = append(plan.Gone, r.Name)
+			}
+		}
+	}
+	if len(plan.Changes) == 0 && !hasRecord && len(plan.NotRecorded) > 0 {
+		return nil, cli.Refusedf("cluster %s/%s has pools at zero (%s) but no park record, so what they were is not known; nothing was changed. Run: kubectl park resume %s -n %s --replicas N",
+			c.Namespace, c.Name, strings.Join(plan.NotRecorded, ", "), c.Name, c.Namespace)
+	}
+	if hasRecord {
+		raw = c.Annotations[RecordAnnotation]
+		patch.test(annotationPath(RecordAnnotation), raw)
+		patch.remove(annotationPath(RecordAnnotation))
+	}
+	plan.Patch = patch
+	return plan, nil
+}
+
+// restorePool adds the operations that bring pool p to state to. Replicas
+// and autoscaler annotations are never left set together.
+func restorePool(patch *Patch, p pool, to PoolState) {
+	path := p.path()
+	patch.test(path+"/name", p.Name)
+	current := p.Metadata.Annotations
+	for _, k := range sortedKeys(autoscalerAnnotations(current)) {
+		if _, keep := to.Autoscaler[k]; !keep {
+			patch.test(path+"/metadata/annotations/"+pointer(k), current[k])
+			patch.remove(path + "/metadata/annotations/" + pointer(k))
+		}
+	}
+	switch {
+	case to.Replicas == nil && p.Replicas != nil:
+		patch.test(path+"/replicas", *p.Replicas)
+		patch.remove(path + "/replicas")
+	case to.Replicas != nil && p.Replicas == nil:
+		patch.add(path+"/replicas", *to.Replicas)
+	case to.Replicas != nil && *to.Replicas != *p.Replicas:
+		patch.replace(path+"/replicas", *p.Replicas, *to.Replicas)
+	}
+	if len(to.Autoscaler) == 0 {
+		return
+	}
+	if current == nil {
+		// No annotations map yet: add it whole. The name test above guards
+		// the pool; there is nothing else in the map to overwrite.
+		if p.Metadata.Labels == nil {
+			patch.add(path+"/metadata", map[string]any{"annotations": to.Autoscaler})
+		} else {
+			patch.add(path+"/metadata/annotations", to.Autoscaler)
+		}
+		return
+	}
+	for _, k := range sortedKeys(to.Autoscaler) {
+		a := path + "/metadata/annotations/" + pointer(k)
+		if old, ok := current[k]; ok {
+			if old != to.Autoscaler[k] {
+				patch.replace(a, old, to.Autoscaler[k])
+			}
+			continue
+		}
+		patch.add(a, to.Autoscaler[k])
+	}
+}
+
+// ResumeOptions are the options of `kubectl park resume`.
+type ResumeOptions struct {
+	Streams   genericiooptions.IOStreams
+	Output    *cli.Output
+	Name      string
+	Namespace string
+	Replicas  int32
+	Wait      bool
+	Timeout   time.Duration
+	DryRun    cli.DryRun
+
+	replicasSet bool
+	platform    *Platform
+	progress    *cli.Progress
+}
+
+// NewCmdResume builds `kubectl park resume NAME`.
+func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ResumeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 15 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Bring a parked cluster's workers back to what was recorded",
+		Long: templates.LongDesc(`
+			Resume a parked Cluster API cluster: every pool recorded by park gets
+			back its replicas, or its cluster autoscaler min/max annotations, in
+			one guarded patch that also removes the record. --replicas N sets
+			every parked pool to N instead; it is needed for a cluster parked by
+			hand (pools at zero and no record).
+
+			With --wait, resume follows the worker machines through their
+			phases (provisioning, running, nodes joined) until all are back.
+			Resuming a running cluster changes nothing.`),
+		Example: templates.Examples(`
+			# Resume the cluster "app" to what it was when parked
+			kubectl park resume app -n dynamo-prod
+
+			# Resume and wait until every worker is running with its node joined
+			kubectl park resume app -n dynamo-prod --wait --timeout 20m
+
+			# Resume a cluster parked by hand with two workers per pool
+			kubectl park resume app -n dynamo-prod --replicas 2`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			var err error
+			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	cli.AddDryRunFlag(cmd)
+	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "Set every parked pool to this many replicas instead of the recorded ones.")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node has joined.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0 waits forever).")
+	return cmd
+}
+
+// Complete fills the options from the command line and the kubeconfig; it
+// sends no request.
+func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	o.replicasSet = cmd.Flags().Changed("replicas")
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.Namespace(); err != nil {
+		return err
+	}
+	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	return nil
+}
+
+// Validate rejects bad flags before any request.
+func (o *ResumeOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if o.replicasSet && o.Replicas < 1 {
+		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+	}
+	return nil
+}
+
+// Run resumes the cluster and, with --wait, follows the workers back.
+func (o *ResumeOptions) Run(ctx context.Context) error {
+	var replicas *int32
+	if o.replicasSet {
+		replicas = &o.Replicas
+	}
+	plan, err := applyPlan(ctx, o.platform, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
+		return PlanResume(c, replicas)
+	})
+	if err != nil {
+		return err
+	}
+	if o.DryRun != cli.DryRunNone {
+		plan.DryRun = dryRunName(o.DryRun)
+	}
+	switch {
+	case len(plan.Patch) == 0:
+		o.progress.Done("cluster %s/%s is not parked: nothing changed", o.Namespace, o.Name)
+	case o.DryRun != cli.DryRunNone:
+		o.progress.Done("dry run: cluster %s/%s was not changed", o.Namespace, o.Name)
+	default:
+		o.progress.Done("cluster %s/%s resumed: %d pool(s) restored", o.Namespace, o.Name, len(plan.Changes))
+	}
+	var waitErr error
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		waitErr = o.waitWorkersBack(ctx)
+	}
+	if err := o.print(plan); err != nil {
+		return err
+	}
+	return waitErr
+}
+
+// waitWorkersBack follows the pools' MachineDeployments and MachinePools
+// and their Machines until as many worker machines as desired run with a
+// Ready node.
+func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
+	p := o.platform
+	desired, err := o.desiredWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	return cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+		func(objs []any) (bool, string, error) {
+			ms, err := workerMachines(objs)
+			if err != nil {
+				return false, "", err
+			}
+			phase := resumePhase(ms, desired)
+			return phase.done, phase.String(), nil
+		})
+}
+
+// desiredWorkers is how many worker machines the topology asks for once
+// resumed; a pool left to the autoscaler counts its minimum.
+func (o *ResumeOptions) desiredWorkers(ctx context.Context) (int, error) {
+	c, err := o.platform.Cluster(ctx, o.Name)
+	if err != nil {
+		return 0, err
+	}
+	pools, err := workerPools(c)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pools {
+		switch {
+		case p.Replicas != nil:
+			n += int(*p.Replicas)
+		default:
+			var min int
+			fmt.Sscan(p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation], &min)
+			n += min
+		}
+	}
+	return n, nil
+}
+
+// ResumePhase is where the workers are on their way back.
+type ResumePhase struct {
+	Desired, Provisioning, Running, NodesJoined int
+	done                                        bool
+}
+
+// resumePhase counts machines by step: provisioning, running, and running
+// with their node joined (the machine's nodeRef is set).
+func resumePhase(ms []capi.Machine, desired int) ResumePhase {
+	ph := ResumePhase{Desired: desired}
+	for _, m := range ms {
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		switch {
+		case m.Status.Phase == capi.MachinePhaseRunning && m.Status.NodeRef != nil:
+			ph.Running++
+			ph.NodesJoined++
+		case m.Status.Phase == capi.MachinePhaseRunning:
+			ph.Running++
+		default:
+			ph.Provisioning++
+		}
+	}
+	ph.done = ph.NodesJoined >= desired
+	return ph
+}
+
+func (ph ResumePhase) String() string {
+	switch {
+	case ph.done:
+		return fmt.Sprintf("all %d worker(s) running with their nodes joined", ph.Desired)
+	case ph.Running < ph.Desired:
+		return fmt.Sprintf("machines provisioning: %d of %d running (%d provisioning)", ph.Running, ph.Desired, ph.Provisioning)
+	default:
+		return fmt.Sprintf("machines running, waiting for nodes: %d of %d joined", ph.NodesJoined, ph.Desired)
+	}
+}
+
+func (o *ResumeOptions) print(plan *ResumePlan) error {
+	err := o.Output.Print(o.Streams.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
+	if err != nil || !o.Output.IsTable() {
+		return err
+	}
+	w := o.Streams.Out
+	if len(plan.Patch) == 0 {
+		fmt.Fprintf(w, "cluster %s is running: nothing to resume\n", plan.Metadata.Name)
+	}
+	if len(plan.NotRecorded) > 0 {
+		fmt.Fprintf(w, "left at zero (no record of what they were): %s; use --replicas N to bring them back\n", strings.Join(plan.NotRecorded, ", "))
+	}
+	if len(plan.Gone) > 0 {
+		fmt.Fprintf(w, "recorded pools no longer in the topology: %s\n", strings.Join(plan.Gone, ", "))
+	}
+	if plan.DryRun != "" && len(plan.Patch) > 0 {
+		writePatch(w, plan.Patch)
+	}
+	return nil
+}

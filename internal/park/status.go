@@ -1,0 +1,377 @@
+package park
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	certv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// ReplacedThreshold is how many replacements of one pool's machines within
+// the window make it worth reporting to the platform team.
+const ReplacedThreshold = 3
+
+// StatusReport is both health views of a cluster.
+type StatusReport struct {
+	api.ReportMeta `json:",inline"`
+	Platform       PlatformView `json:"platform"`
+	Cluster        ClusterView  `json:"cluster"`
+}
+
+// PlatformView is the platform's view: is it happy with the cluster?
+type PlatformView struct {
+	Phase            string          `json:"phase"`
+	Pools            []PoolHealth    `json:"pools"`
+	Machines         map[string]int  `json:"machines"`
+	HealthChecks     []HealthCheck   `json:"healthChecks"`
+	ControlPlanePods []string        `json:"controlPlanePods"`
+	Window           metav1.Duration `json:"window"`
+}
+
+// PoolHealth is one worker pool's machines.
+type PoolHealth struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Ready    int32  `json:"ready"`
+	Desired  int32  `json:"desired"`
+	Replaced int    `json:"replaced"`
+}
+
+// HealthCheck is one MachineHealthCheck of the cluster.
+type HealthCheck struct {
+	Name     string `json:"name"`
+	Expected int32  `json:"expected"`
+	Healthy  int32  `json:"healthy"`
+}
+
+// ClusterView is the cluster's own view: is it happy with itself?
+type ClusterView struct {
+	Source         string   `json:"source,omitempty"`
+	Error          string   `json:"error,omitempty"`
+	NotReadyNodes  []string `json:"notReadyNodes"`
+	PodsNotRunning []string `json:"podsNotRunning"`
+	PendingCSRs    []string `json:"pendingCSRs"`
+}
+
+// PlatformObjects is what the platform view is made from.
+type PlatformObjects struct {
+	Cluster      *capi.Cluster
+	Deployments  []capi.MachineDeployment
+	Pools        []capi.MachinePool
+	Machines     []capi.Machine
+	HealthChecks []capi.MachineHealthCheck
+	Pods         []corev1.Pod
+	Events       []corev1.Event
+}
+
+// BuildPlatformView reads the platform's objects of one cluster. Machines
+// replaced by the health check are counted per pool from the
+// MachineMarkedUnhealthy events of the window; a machine that is gone is
+// matched to its pool by name, since Cluster API names machines after
+// their MachineDeployment (or MachinePool).
+func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) PlatformView {
+	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window}}
+	owner := map[string]int{}
+	add := func(kind, name string, spec *int32, st capi.MachineSetStatus) {
+		p := PoolHealth{Kind: kind, Name: name, Ready: deref(st.ReadyReplicas), Desired: deref(spec)}
+		owner[name] = len(v.Pools)
+		v.Pools = append(v.Pools, p)
+	}
+	for _, d := range o.Deployments {
+		add("MachineDeployment", d.Name, d.Spec.Replicas, d.Status)
+	}
+	for _, p := range o.Pools {
+		add("MachinePool", p.Name, p.Spec.Replicas, p.Status)
+	}
+	machinePool := map[string]string{}
+	for _, m := range o.Machines {
+		phase := m.Status.Phase
+		if phase == "" {
+			phase = capi.MachinePhasePending
+		}
+		v.Machines[phase]++
+		if n := m.Labels[capi.MachineDeploymentNameLabel]; n != "" {
+			machinePool[m.Name] = n
+		} else if n := m.Labels[capi.MachinePoolNameLabel]; n != "" {
+			machinePool[m.Name] = n
+		}
+	}
+	for _, e := range o.Events {
+		if e.Reason != capi.EventMachineMarkedUnhealthy || e.InvolvedObject.Kind != "Machine" || now.Sub(eventTime(e)) > window {
+			continue
+		}
+		name := machinePool[e.InvolvedObject.Name]
+		if name == "" {
+			name = longestPrefix(e.InvolvedObject.Name, owner)
+		}
+		if i, ok := owner[name]; ok {
+			v.Pools[i].Replaced++
+		}
+	}
+	for _, h := range o.HealthChecks {
+		v.HealthChecks = append(v.HealthChecks, HealthCheck{Name: h.Name, Expected: deref(h.Status.ExpectedMachines), Healthy: deref(h.Status.CurrentHealthy)})
+	}
+	for _, p := range o.Pods {
+		v.ControlPlanePods = append(v.ControlPlanePods, p.Name+" ("+string(p.Status.Phase)+")")
+	}
+	sort.Strings(v.ControlPlanePods)
+	return v
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func longestPrefix(machine string, pools map[string]int) string {
+	best := ""
+	for name := range pools {
+		if strings.HasPrefix(machine, name+"-") && len(name) > len(best) {
+			best = name
+		}
+	}
+	return best
+}
+
+func deref(n *int32) int32 {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// BuildClusterView reads the cluster's own objects.
+func BuildClusterView(nodes []corev1.Node, pods []corev1.Pod, csrs []certv1.CertificateSigningRequest) ClusterView {
+	v := ClusterView{NotReadyNodes: []string{}, PodsNotRunning: []string{}, PendingCSRs: []string{}}
+	for _, n := range nodes {
+		if !nodeReady(n) {
+			v.NotReadyNodes = append(v.NotReadyNodes, n.Name)
+		}
+	}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning {
+			v.PodsNotRunning = append(v.PodsNotRunning, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, p.Status.Phase))
+		}
+	}
+	for _, c := range csrs {
+		if len(c.Status.Conditions) == 0 {
+			v.PendingCSRs = append(v.PendingCSRs, c.Name)
+		}
+	}
+	sort.Strings(v.NotReadyNodes)
+	sort.Strings(v.PodsNotRunning)
+	sort.Strings(v.PendingCSRs)
+	return v
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// StatusOptions are the options of `kubectl park status`.
+type StatusOptions struct {
+	Streams           genericiooptions.IOStreams
+	Output            *cli.Output
+	Name              string
+	Namespace         string
+	ClusterKubeconfig string
+	Window            time.Duration
+
+	platform *Platform
+}
+
+// NewCmdStatus builds `kubectl park status NAME`.
+func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StatusOptions{Streams: streams, Output: cli.NewOutput(), Window: time.Hour}
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a cluster's health as the platform sees it and as it sees itself",
+		Long: templates.LongDesc(`
+			Show both health views of a Cluster API cluster. The platform's:
+			the Cluster phase, ready and desired machines per pool, Machines by
+			phase, the MachineHealthCheck, the control-plane pods and the
+			machines the health check keeps replacing. The cluster's own: nodes
+			that are not Ready, pods that are not Running and certificate
+			signing requests still Pending (reported, never approved).
+
+			The cluster is reached with --cluster-kubeconfig, or else with the
+			admin kubeconfig in the NAME-kubeconfig secret when you may read it;
+			that one is used in memory only, never written or printed.`),
+		Example: templates.Examples(`
+			# Both views of the cluster "app"
+			kubectl park status app -n dynamo-prod
+
+			# With your own kubeconfig for the cluster, and replacements of the last 6 hours
+			kubectl park status app -n dynamo-prod --cluster-kubeconfig app.kubeconfig --window 6h`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			var err error
+			if o.Namespace, _, err = f.Namespace(); err != nil {
+				return err
+			}
+			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	cmd.Flags().StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "Kubeconfig file of the cluster itself (default: the NAME-kubeconfig secret, read in memory).")
+	cmd.Flags().DurationVar(&o.Window, "window", o.Window, "How far back to count machine replacements.")
+	return cmd
+}
+
+// Validate rejects bad flags before any request.
+func (o *StatusOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if o.Window <= 0 {
+		return cli.UsageErrorf("--window must be positive, got %s", o.Window)
+	}
+	return nil
+}
+
+// Run reads both views and prints them.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	p := o.platform
+	c, err := p.Cluster(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	objs := PlatformObjects{Cluster: c}
+	if objs.Deployments, err = list[capi.MachineDeployment](ctx, p, capi.MachineDeploymentResource, o.Name); err != nil {
+		return err
+	}
+	if objs.Pools, err = list[capi.MachinePool](ctx, p, capi.MachinePoolResource, o.Name); err != nil {
+		return err
+	}
+	if objs.Machines, err = list[capi.Machine](ctx, p, capi.MachineResource, o.Name); err != nil {
+		return err
+	}
+	if objs.HealthChecks, err = p.healthChecks(ctx, o.Name); err != nil {
+		return err
+	}
+	pods, err := p.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: capi.KamajiNameLabel + "=" + o.Name})
+	if err != nil {
+		return fmt.Errorf("listing the control-plane pods of %s: %w", o.Name, err)
+	}
+	objs.Pods = pods.Items
+	events, err := p.Kube.CoreV1().Events(o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", capi.EventMachineMarkedUnhealthy).String()})
+	if err != nil {
+		return fmt.Errorf("listing machine health events in %s: %w", o.Namespace, err)
+	}
+	objs.Events = events.Items
+	report := StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", o.Namespace, o.Name), Platform: BuildPlatformView(objs, time.Now(), o.Window)}
+	report.Cluster = o.clusterView(ctx)
+	if o.Output.IsTable() {
+		report.write(o.Streams.Out)
+		return nil
+	}
+	return o.Output.Print(o.Streams.Out, report, nil)
+}
+
+func (o *StatusOptions) clusterView(ctx context.Context) ClusterView {
+	kube, source, err := o.platform.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
+	if err != nil {
+		return ClusterView{Source: source, Error: err.Error()}
+	}
+	fail := func(what string, err error) ClusterView {
+		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail("nodes", err)
+	}
+	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
+	if err != nil {
+		return fail("pods", err)
+	}
+	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail("certificate signing requests", err)
+	}
+	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
+	v.Source = source
+	return v
+}
+
+func (r StatusReport) write(w io.Writer) {
+	pv := r.Platform
+	fmt.Fprintf(w, "Platform view of %s/%s\n", r.Metadata.Namespace, r.Metadata.Name)
+	fmt.Fprintf(w, "  Cluster phase: %s\n", orDash(pv.Phase))
+	t := cli.Table{Columns: []cli.Column{{Name: "  POOL"}, {Name: "KIND"}, {Name: "READY"}, {Name: fmt.Sprintf("REPLACED (%s)", pv.Window.Duration)}}}
+	for _, p := range pv.Pools {
+		replaced := fmt.Sprint(p.Replaced)
+		if p.Replaced >= ReplacedThreshold {
+			replaced += " - keeps being replaced"
+		}
+		t.Rows = append(t.Rows, []string{"  " + p.Name, p.Kind, fmt.Sprintf("%d/%d", p.Ready, p.Desired), replaced})
+	}
+	_ = cli.WriteTable(w, t, false)
+	var phases []string
+	for _, ph := range sortedPhases(pv.Machines) {
+		phases = append(phases, fmt.Sprintf("%d %s", pv.Machines[ph], ph))
+	}
+	fmt.Fprintf(w, "  Machines: %s\n", orDash(strings.Join(phases, ", ")))
+	for _, h := range pv.HealthChecks {
+		fmt.Fprintf(w, "  MachineHealthCheck %s: %d of %d machines healthy\n", h.Name, h.Healthy, h.Expected)
+	}
+	if len(pv.HealthChecks) == 0 {
+		fmt.Fprintln(w, "  MachineHealthCheck: none (unhealthy workers are not replaced automatically)")
+	}
+	fmt.Fprintf(w, "  Control-plane pods: %s\n", orDash(strings.Join(pv.ControlPlanePods, ", ")))
+	for _, p := range pv.Pools {
+		if p.Replaced >= ReplacedThreshold {
+			fmt.Fprintf(w, "  ! %s had %d machines replaced in %s: the health check is doing its job, but the cause is not visible from here; report it to your platform team\n", p.Name, p.Replaced, pv.Window.Duration)
+		}
+	}
+	cv := r.Cluster
+	fmt.Fprintf(w, "\nCluster's own view (kubeconfig from %s)\n", orDash(cv.Source))
+	if cv.Error != "" {
+		fmt.Fprintf(w, "  not available: %s\n", cv.Error)
+		return
+	}
+	fmt.Fprintf(w, "  NotReady nodes: %s\n", noneOr(cv.NotReadyNodes))
+	fmt.Fprintf(w, "  Pods not Running: %s\n", noneOr(cv.PodsNotRunning))
+	fmt.Fprintf(w, "  Pending CSRs: %s\n", noneOr(cv.PendingCSRs))
+	if len(cv.PendingCSRs) > 0 {
+		fmt.Fprintln(w, "  ! Pending CSRs should be approved automatically; many of them usually mean the cluster's bootstrap path is broken. Report them rather than approving them by hand.")
+	}
+}
+
+func noneOr(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}

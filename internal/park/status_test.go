@@ -1,0 +1,60 @@
+package park
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+	certv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+)
+
+func unhealthyEvent(machine string, at time.Time) corev1.Event {
+	return corev1.Event{Reason: capi.EventMachineMarkedUnhealthy, InvolvedObject: corev1.ObjectReference{Kind: "Machine", Name: machine}, LastTimestamp: metav1.NewTime(at)}
+}
+
+func TestStatusCountsReplacementsPerPool(t *testing.T) {
+	now := parkedAt
+	objs := PlatformObjects{
+		Cluster: &capi.Cluster{Status: capi.ClusterStatus{Phase: "Provisioned"}},
+		Deployments: []capi.MachineDeployment{
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0"}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(3)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(2)}},
+			// A name that is a prefix of another pool's must not take its machines.
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md"}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(1)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(1)}},
+		},
+		Machines: []capi.Machine{
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-aaaaa", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0"}}, Status: capi.MachineStatus{Phase: "Running"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-x1"}, Status: capi.MachineStatus{Phase: "Provisioning"}},
+		},
+		HealthChecks: []capi.MachineHealthCheck{{ObjectMeta: metav1.ObjectMeta{Name: "app-workers"}, Status: capi.MachineHealthCheckStatus{ExpectedMachines: int32Ptr(4), CurrentHealthy: int32Ptr(3)}}},
+		Pods:         []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
+		Events: []corev1.Event{
+			unhealthyEvent("app-md-0-gone1", now.Add(-time.Minute)),
+			unhealthyEvent("app-md-0-gone2", now.Add(-2*time.Minute)),
+			unhealthyEvent("app-md-0-aaaaa", now.Add(-3*time.Minute)),
+			unhealthyEvent("app-md-0-old", now.Add(-2*time.Hour)),
+			unhealthyEvent("app-md-x2", now.Add(-time.Minute)),
+		},
+	}
+	pv := BuildPlatformView(objs, now, time.Hour)
+	assert.Equal(t, pv.Pools[0].Replaced, 3)
+	assert.Equal(t, pv.Pools[1].Replaced, 1)
+
+	ready := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ok"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	notReady := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}}
+	approved := certv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Status: certv1.CertificateSigningRequestStatus{Conditions: []certv1.CertificateSigningRequestCondition{{Type: certv1.CertificateApproved}}}}
+	cv := BuildClusterView([]corev1.Node{ready, notReady, {ObjectMeta: metav1.ObjectMeta{Name: "new"}}},
+		[]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stuck"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}},
+		[]certv1.CertificateSigningRequest{approved, {ObjectMeta: metav1.ObjectMeta{Name: "csr-1"}}})
+	cv.Source = "secret dynamo-prod/app-kubeconfig"
+
+	var out bytes.Buffer
+	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: pv, Cluster: cv}.write(&out)
+	golden.Assert(t, out.String(), "status.golden")
+}
