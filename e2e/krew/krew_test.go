@@ -113,18 +113,21 @@ func TestInstallFromCustomIndex(t *testing.T) {
 	for _, p := range plugins {
 		requests.Delete(archiveURLPath(p))
 	}
-	r = kubectl(t, user, "krew", "install", "spokekit/spoke", "spokekit/fleetdrain", "spokekit/park")
-	assert.Equal(t, r.ExitCode, 0, r)
+	install := kubectl(t, user, "krew", "install", "spokekit/spoke", "spokekit/fleetdrain", "spokekit/park")
+	assert.Equal(t, install.ExitCode, 0, install)
 	for _, p := range plugins {
 		_, fetched := requests.Load(archiveURLPath(p))
 		assert.Check(t, fetched, "krew downloads %s from the URL in the index", archiveURLPath(p))
 	}
 	assertPluginsWork(t, user)
 
-	// The caveats' completion step, run as printed, makes kubectl complete
-	// the plugin's subcommands.
-	step := regexp.MustCompile(`cp "\$\{KREW_ROOT:-\$HOME/\.krew\}/store/park/\S+/kubectl_complete-park" "\$\{KREW_ROOT:-\$HOME/\.krew\}/bin/"`).FindString(r.Stderr + r.Stdout)
-	assert.Assert(t, step != "", "no completion step in the caveats\n%s", r)
+	// kubectl completes nothing for the plugin until the caveats' completion
+	// step, run as printed, puts the script on PATH.
+	r = kubectl(t, user, "__complete", "park", "")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, !strings.Contains(r.Stdout, "version\t"), r)
+	step := regexp.MustCompile(`cp "\$\{KREW_ROOT:-\$HOME/\.krew\}/store/park/\S+/kubectl_complete-park" "\$\{KREW_ROOT:-\$HOME/\.krew\}/bin/"`).FindString(install.Stderr + install.Stdout)
+	assert.Assert(t, step != "", "no completion step in the caveats\n%s", install)
 	sh, err := user.Run(ctx(t), "/bin/sh", "-c", step)
 	assert.NilError(t, err)
 	assert.Equal(t, sh.ExitCode, 0, sh)
