@@ -11,6 +11,10 @@ E2E_WORKDIR  ?= /tmp/spokekit-e2e
 DEMO_WORKDIR ?= $(CACHE)/demo
 BENCH_PKGS   ?= ./e2e/spoke/ ./e2e/fleetdrain/
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
+DIST         ?= $(OUT)/dist
+PLATFORMS    ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+KREW_MANIFESTS ?= $(CURDIR)/krew-manifests
+RELEASE_URL  ?= https://github.com/spokekit/spokekit/releases/download/$(VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -18,24 +22,36 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X github.com/spokekit/spokekit/internal/cli.version=$(VERSION) \
            -X github.com/spokekit/spokekit/internal/cli.commit=$(COMMIT) \
            -X github.com/spokekit/spokekit/internal/cli.date=$(DATE)
+GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
 
-.PHONY: help build install test test-unit e2e e2e-tools generate verify-generate lint demo demo-up demo-down bench clean
+.PHONY: help build install dist test test-unit e2e e2e-tools generate verify-generate lint demo demo-up demo-down bench clean
 
 help: ## Show the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build the three plugins (and their completion scripts) into _output/bin
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ $(addprefix ./plugins/kubectl-,$(PLUGINS))
+	$(GO_BUILD) -o $(BIN)/ $(addprefix ./plugins/kubectl-,$(PLUGINS))
 	@for p in $(PLUGINS); do install -m 0755 plugins/kubectl-$$p/kubectl_complete-$$p $(BIN)/; done
 
 install: build ## Put the plugins and completion scripts on PATH (INSTALL_DIR, default $GOPATH/bin)
 	@mkdir -p $(INSTALL_DIR)
 	@for p in $(PLUGINS); do install -m 0755 $(BIN)/kubectl-$$p $(BIN)/kubectl_complete-$$p $(INSTALL_DIR)/; done
 	@echo "installed $(addprefix kubectl-,$(PLUGINS)) and their completion scripts into $(INSTALL_DIR)"
+
+dist: ## Release archives, their sha256 and the krew manifests: VERSION=vX.Y.Z [PLATFORMS=linux/amd64]
+	@# Fail before the long cross-compile; krew refuses other versions.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make dist needs VERSION=vX.Y.Z, got $(VERSION)"; exit 2; }
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(PLATFORMS); do \
+	  echo "dist: building $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(DIST)/bin/$${p/\//_}/ $(addprefix ./plugins/kubectl-,$(PLUGINS)); \
+	done
+	go run ./internal/release/cmd/pack -version $(VERSION) -plugins "$(PLUGINS)" -platforms "$(PLATFORMS)" \
+	  -bin $(DIST)/bin -url $(RELEASE_URL) -out $(DIST) -manifests $(KREW_MANIFESTS)
 
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen) from the modules pinned in the tools modules beside
+# kwokctl, controller-gen, krew) from the modules pinned in the tools modules beside
 # this script, all through the Go module proxy. Each module's binaries are
 # cached under a directory keyed by the hash of its go.mod and go.sum, so a
 # pin change rebuilds only that module and a warm run takes seconds.
@@ -49,4 +49,5 @@ LDFLAGS=$kube_ldflags build kubernetes \
 build etcd etcd=go.etcd.io/etcd/server/v3
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen
+build krew kubectl-krew=sigs.k8s.io/krew/cmd/krew validate-krew-manifest=sigs.k8s.io/krew/cmd/validate-krew-manifest
 echo "e2e-tools: ready in $bin"

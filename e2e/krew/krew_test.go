@@ -1,0 +1,189 @@
+//go:build e2e
+
+package krew
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/internal/release"
+)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// newUser is someone with krew (in the tools directory, next to kubectl) and
+// a fresh KREW_ROOT, whose bin directory is the only place plugins are found.
+func newUser(t *testing.T) harness.Command {
+	root := t.TempDir()
+	return harness.Command{
+		Tools: harness.Tools{Bin: tools.Bin, Plugins: filepath.Join(root, "bin")},
+		// No version check against GitHub: the test is offline.
+		Env:  []string{"KREW_ROOT=" + root, "KREW_NO_UPGRADE_CHECK=1"},
+		Home: t.TempDir(),
+	}
+}
+
+func kubectl(t *testing.T, c harness.Command, args ...string) harness.Result {
+	t.Helper()
+	r, err := c.Kubectl(ctx(t), args...)
+	assert.NilError(t, err)
+	return r
+}
+
+// testArchive is the release archive of a plugin that the test installs.
+func testArchive(plugin string) release.Archive {
+	return release.Archive{Plugin: plugin, Version: version, Platform: release.Platform{OS: "linux", Arch: "amd64"}}
+}
+
+func archivePath(plugin string) string {
+	return filepath.Join(served, "releases", testArchive(plugin).Name())
+}
+
+func archiveURLPath(plugin string) string { return "/releases/" + testArchive(plugin).Name() }
+
+func TestManifestsPassKrewsValidator(t *testing.T) {
+	user := newUser(t)
+	for _, p := range plugins {
+		// The committed manifests of the current release, all six platforms;
+		// their archives are not here, so only their structure is checked.
+		committed := filepath.Join("..", "..", "krew-manifests", p+".yaml")
+		r, err := user.Run(ctx(t), filepath.Join(tools.Bin, "validate-krew-manifest"), "-manifest", committed, "-skip-install")
+		assert.NilError(t, err)
+		assert.Check(t, r.ExitCode == 0, r)
+
+		// The test release's: the validator installs it with krew from
+		// 127.0.0.1 and checks the LICENSE arrived.
+		built := filepath.Join(served, "manifests", p+".yaml")
+		r, err = user.Run(ctx(t), filepath.Join(tools.Bin, "validate-krew-manifest"), "-manifest", built)
+		assert.NilError(t, err)
+		assert.Check(t, r.ExitCode == 0, r)
+		assert.Check(t, is.Contains(r.Stderr, "all 1 spec.platforms installed fine"), r)
+	}
+}
+
+func TestInstallFromManifestAndArchive(t *testing.T) {
+	user := newUser(t)
+	// krew's list and uninstall need an index; krew's own setup clones the
+	// central one, which an empty local index stands in for.
+	r := kubectl(t, user, "krew", "index", "add", "default", server.URL+"/default.git")
+	assert.Equal(t, r.ExitCode, 0, r)
+
+	for _, p := range plugins {
+		r := kubectl(t, user, "krew", "install", "--manifest="+filepath.Join(served, "manifests", p+".yaml"), "--archive="+archivePath(p))
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stderr, "Installed plugin: "+p), r)
+		assert.Check(t, is.Contains(r.Stdout+r.Stderr, "kubectl_complete-"+p), "the caveats explain the completion script\n%s", r)
+	}
+	assertPluginsWork(t, user)
+
+	// Off a terminal, krew lists INDEX/NAME only; a manifest install has no index.
+	r = kubectl(t, user, "krew", "list")
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, is.Contains(r.Stdout, "detached/"+p+"\n"), r)
+	}
+
+	assertUninstall(t, user)
+}
+
+func TestInstallFromCustomIndex(t *testing.T) {
+	user := newUser(t)
+	r := kubectl(t, user, "krew", "index", "add", "spokekit", server.URL+"/spokekit.git")
+	assert.Equal(t, r.ExitCode, 0, r)
+
+	r = kubectl(t, user, "krew", "search")
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, is.Regexp(`(?m)^spokekit/`+p+`\s+\S`, r.Stdout), r)
+	}
+
+	for _, p := range plugins {
+		requests.Delete(archiveURLPath(p))
+	}
+	install := kubectl(t, user, "krew", "install", "spokekit/spoke", "spokekit/fleetdrain", "spokekit/park")
+	assert.Equal(t, install.ExitCode, 0, install)
+	for _, p := range plugins {
+		_, fetched := requests.Load(archiveURLPath(p))
+		assert.Check(t, fetched, "krew downloads %s from the URL in the index", archiveURLPath(p))
+	}
+	assertPluginsWork(t, user)
+
+	// kubectl completes nothing for the plugin until the caveats' completion
+	// step, run as printed, puts the script on PATH.
+	r = kubectl(t, user, "__complete", "park", "")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, !strings.Contains(r.Stdout, "version\t"), r)
+	step := regexp.MustCompile(`cp "\$\{KREW_ROOT:-\$HOME/\.krew\}/store/park/\S+/kubectl_complete-park" "\$\{KREW_ROOT:-\$HOME/\.krew\}/bin/"`).FindString(install.Stderr + install.Stdout)
+	assert.Assert(t, step != "", "no completion step in the caveats\n%s", install)
+	sh, err := user.Run(ctx(t), "/bin/sh", "-c", step)
+	assert.NilError(t, err)
+	assert.Equal(t, sh.ExitCode, 0, sh)
+	r = kubectl(t, user, "__complete", "park", "")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "version\t"), r)
+
+	r = kubectl(t, user, "krew", "list")
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, is.Contains(r.Stdout, "spokekit/"+p+"\n"), r)
+	}
+
+	// As the caveats say: krew does not know the script, so remove it too.
+	sh, err = user.Run(ctx(t), "/bin/sh", "-c", `rm "${KREW_ROOT:-$HOME/.krew}/bin/kubectl_complete-park"`)
+	assert.NilError(t, err)
+	assert.Equal(t, sh.ExitCode, 0, sh)
+	assertUninstall(t, user)
+}
+
+// assertPluginsWork runs the installed plugins through kubectl.
+func assertPluginsWork(t *testing.T, user harness.Command) {
+	t.Helper()
+	for _, p := range []string{"spoke", "park"} {
+		r := kubectl(t, user, p, "version")
+		assert.Equal(t, r.ExitCode, 0, r)
+		// The version of the archive, so kubectl ran what krew installed.
+		assert.Check(t, is.Regexp(`kubectl-`+p+`\s+`+regexp.QuoteMeta(version)+`\s`, r.Stdout), r)
+	}
+	r := kubectl(t, user, "fleetdrain", "--help")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "kubectl fleetdrain [command]"), r)
+
+	r = kubectl(t, user, "plugin", "list")
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, is.Contains(r.Stdout, filepath.Join(user.Tools.Plugins, "kubectl-"+p)+"\n"), r)
+	}
+}
+
+// assertUninstall removes the three plugins with krew; kubectl no longer
+// finds them.
+func assertUninstall(t *testing.T, user harness.Command) {
+	t.Helper()
+	r := kubectl(t, user, append([]string{"krew", "uninstall"}, plugins...)...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		r := kubectl(t, user, p, "version")
+		assert.Check(t, r.ExitCode != 0, r)
+		assert.Check(t, is.Contains(r.Stderr, `unknown command "`+p+`" for "kubectl"`), r)
+		_, err := os.Lstat(filepath.Join(user.Tools.Plugins, "kubectl-"+p))
+		assert.Check(t, os.IsNotExist(err), "krew removed kubectl-%s from its bin directory", p)
+	}
+	r = kubectl(t, user, "krew", "list")
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, !strings.Contains(r.Stdout, "/"+p+"\n"), r)
+	}
+}
