@@ -183,6 +183,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		r := kubectl(t, "park", "resume", "app", "-n", namespace, "--wait", "--timeout", "2m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stderr, "all 8 worker(s) running"), r)
+		assert.Check(t, is.Contains(r.Stderr, "nodes of app: nodes Ready: 8 of 8"), "the wait ends on Ready nodes: %s", r)
 		after := getCluster(t, "app")
 		assert.Equal(t, after.Generation, before.Generation+1, "one write")
 		assert.DeepEqual(t, replicas(after), []string{"md-0=3 autoscaler=..", "md-1=4 autoscaler=..", "auto=unset autoscaler=1..5"})

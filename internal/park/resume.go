@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -166,13 +170,13 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			hand (pools at zero and no record).
 
 			With --wait, resume follows the worker machines through their
-			phases (provisioning, running, nodes joined) until all are back.
+			phases (provisioning, running, nodes joined, nodes Ready) until all are back.
 			Resuming a running cluster changes nothing.`),
 		Example: templates.Examples(`
 			# Resume the cluster "app" to what it was when parked
 			kubectl park resume app -n dynamo-prod
 
-			# Resume and wait until every worker is running with its node joined
+			# Resume and wait until every worker is running and its node is Ready
 			kubectl park resume app -n dynamo-prod --wait --timeout 20m
 
 			# Resume a cluster parked by hand with two workers per pool
@@ -196,7 +200,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "Set every parked pool to this many replicas instead of the recorded ones.")
-	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node has joined.")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node is Ready.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0 waits forever).")
 	return cmd
 }
@@ -264,24 +268,74 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	return waitErr
 }
 
-// waitWorkersBack follows the pools' MachineDeployments and MachinePools
-// and their Machines until as many worker machines as desired run with a
-// Ready node.
+// waitWorkersBack follows the pools' Machines until as many worker machines
+// as desired run with their node joined, then the workload cluster's Nodes
+// until those nodes are Ready. Both waits share the one --timeout.
 func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	p := o.platform
 	desired, err := o.desiredWorkers(ctx)
 	if err != nil {
 		return err
 	}
-	return cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+	deadline := time.Now().Add(o.Timeout)
+	var nodes []string
+	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {
 				return false, "", err
 			}
 			phase := resumePhase(ms, desired)
+			if phase.done {
+				nodes = joinedNodes(ms)
+			}
 			return phase.done, phase.String(), nil
 		})
+	if err != nil {
+		return err
+	}
+	remaining := time.Duration(0)
+	if o.Timeout > 0 {
+		if remaining = time.Until(deadline); remaining <= 0 {
+			remaining = time.Millisecond
+		}
+	}
+	return o.waitNodesReady(ctx, nodes, remaining)
+}
+
+// waitNodesReady watches the workload cluster's Nodes (reached through the
+// platform's kubeconfig secret) until every named node is Ready. When the
+// cluster cannot be reached from here it says so and does not fail: the
+// machines are back, only the last check is missing.
+func (o *ResumeOptions) waitNodesReady(ctx context.Context, names []string, timeout time.Duration) error {
+	kube, _, err := o.platform.ClusterClient(ctx, o.Name, "")
+	if err != nil {
+		o.progress.Done("nodes of %s: readiness not checked: %v", o.Name, err)
+		return nil
+	}
+	want := sets.New(names...)
+	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())
+	return cli.WaitFor(ctx, "nodes of "+o.Name, lw, &corev1.Node{}, timeout, o.progress,
+		func(objs []any) (bool, string, error) {
+			ready := 0
+			for _, obj := range objs {
+				if n, ok := obj.(*corev1.Node); ok && want.Has(n.Name) && nodeReady(*n) {
+					ready++
+				}
+			}
+			return ready >= want.Len(), fmt.Sprintf("nodes Ready: %d of %d", ready, want.Len()), nil
+		})
+}
+
+// joinedNodes names the nodes of the running worker machines.
+func joinedNodes(ms []capi.Machine) []string {
+	var names []string
+	for _, m := range ms {
+		if m.DeletionTimestamp == nil && m.Status.NodeRef != nil {
+			names = append(names, m.Status.NodeRef.Name)
+		}
+	}
+	return names
 }
 
 // desiredWorkers is how many worker machines the topology asks for once
