@@ -7,10 +7,8 @@ package foundation
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -23,29 +21,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var err error
-	if env, err = harness.NewEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		if hub, err = env.StartCluster(gctx, "hub"); err != nil {
-			return err
-		}
-		return harness.InstallHubCRDs(gctx, hub)
-	})
-	g.Go(func() (err error) { spoke, err = env.StartCluster(gctx, "spoke"); return err })
-	if err := g.Wait(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(harness.Main(m, func(_, start context.Context, e *harness.Env) (func(), error) {
+		env = e
+		g, gctx := errgroup.WithContext(start)
+		g.Go(func() (err error) {
+			if hub, err = env.StartCluster(gctx, "hub"); err != nil {
+				return err
+			}
+			return harness.InstallHubCRDs(gctx, hub)
+		})
+		g.Go(func() (err error) { spoke, err = env.StartCluster(gctx, "spoke"); return err })
+		return nil, g.Wait()
+	}))
 }

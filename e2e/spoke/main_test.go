@@ -30,43 +30,31 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	setup, done := context.WithTimeout(ctx, 5*time.Minute)
-	defer done()
-	var err error
-	if env, err = harness.NewEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Close()
-	g, gctx := errgroup.WithContext(setup)
-	g.Go(func() (err error) {
-		if hub, err = env.StartCluster(gctx, "hub"); err != nil {
-			return err
+	os.Exit(harness.Main(m, func(run, start context.Context, e *harness.Env) (func(), error) {
+		env = e
+		g, gctx := errgroup.WithContext(start)
+		g.Go(func() (err error) {
+			if hub, err = env.StartCluster(gctx, "hub"); err != nil {
+				return err
+			}
+			if err := harness.InstallHubCRDs(gctx, hub); err != nil {
+				return err
+			}
+			return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")
+		})
+		g.Go(func() (err error) { spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
+		g.Go(func() (err error) { spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
+		if err := g.Wait(); err != nil {
+			return nil, err
 		}
-		if err := harness.InstallHubCRDs(gctx, hub); err != nil {
-			return err
+		var err error
+		if standin, err = fleet.Start(run, hub.Config, releaseNamespace, 300*time.Millisecond); err != nil {
+			return nil, err
 		}
-		return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")
-	})
-	g.Go(func() (err error) { spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
-	g.Go(func() (err error) { spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
-	if err := g.Wait(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if standin, err = fleet.Start(ctx, hub.Config, releaseNamespace, 300*time.Millisecond); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	for _, err := range standin.Errors() {
-		fmt.Fprintln(os.Stderr, "fleet stand-in:", err)
-	}
-	return code
+		return func() {
+			for _, err := range standin.Errors() {
+				fmt.Fprintln(os.Stderr, "fleet stand-in:", err)
+			}
+		}, nil
+	}))
 }
