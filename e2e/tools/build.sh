@@ -19,6 +19,10 @@ build() {
   local key dir
   key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum"; echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
+  # Two builds of one module at once would delete each other's output: take turns.
+  local lock
+  exec {lock}>"$cache/$mod.lock"
+  flock "$lock"
   if [[ ! -f $dir/.complete ]]; then
     echo "e2e-tools: building $mod into $dir (first time only)"
     rm -rf "$dir" && mkdir -p "$dir"
@@ -32,6 +36,7 @@ build() {
   fi
   local f
   for f in "$dir"/*; do ln -sfn "$f" "$bin/$(basename "$f")"; done
+  exec {lock}>&-
 }
 
 kube_version=$(cd "$here/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
