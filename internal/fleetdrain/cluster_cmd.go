@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -36,6 +37,7 @@ type ClusterOptions struct {
 	Timeout  time.Duration
 	DryRun   cli.DryRun
 	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
@@ -78,6 +80,9 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			if o.dynamic, err = f.DynamicClient(); err != nil {
 				return err
 			}
+			if o.access, err = accessClient(f); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -107,6 +112,9 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	}
 	if o.DryRun == cli.DryRunClient {
 		return o.Output.Print(o.Out, report, report.table)
+	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
+		return err
 	}
 	for _, name := range o.Clusters {
 		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
@@ -291,6 +299,7 @@ type UncordonClusterOptions struct {
 	Output   *cli.Output
 	Clusters []string
 	DryRun   cli.DryRun
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
@@ -322,6 +331,9 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 			if err != nil {
 				return err
 			}
+			if o.access, err = accessClient(f); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context(), d)
 		},
 	}
@@ -336,6 +348,9 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 		if _, err := getManagedCluster(ctx, d, name); err != nil {
 			return err
 		}
+	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, false)); err != nil {
+		return err
 	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: dryRunName(o.DryRun)}
 	for _, name := range o.Clusters {

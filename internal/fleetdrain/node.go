@@ -208,6 +208,9 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again",
 			strings.Join(refused, ", "), refusalSummary(report))
 	}
+	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
+		return err
+	}
 	if o.DryRun == cli.DryRunServer {
 		for _, n := range nodes {
 			if _, err := SetUnschedulable(ctx, o.client, n.Name, true, true); err != nil {

@@ -197,6 +197,9 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Apply, o.Wait, hub)); err != nil {
+		return err
+	}
 	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.credential}
 	if o.DryRun != cli.DryRunNone {
 		report.DryRun = map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[o.DryRun]
@@ -301,6 +304,21 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 }
 
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
+
+// access is what writing the plan needs on the hub.
+func (p *addPlan) access(apply, wait bool, hub *Hub) []cli.Access {
+	var out []cli.Access
+	if p.secretStep != "unchanged" {
+		out = append(out, access("patch", secretResource, hub.Namespace))
+	}
+	if apply {
+		out = append(out, hub.spokeAccess("patch")...)
+	}
+	if apply && wait {
+		out = append(out, hub.waitJoinedAccess()...)
+	}
+	return out
+}
 
 func (o *AddOptions) findHub(ctx context.Context) (*fleetconfig.Hub, error) {
 	hubs, err := o.hub.Hubs(ctx)

@@ -145,6 +145,16 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var needs []cli.Access
+	if s != nil && s.DeletionTimestamp == nil {
+		needs = hub.spokeAccess("delete")
+	}
+	if o.Wait {
+		needs = append(needs, hub.waitGoneAccess()...)
+	}
+	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
+		return err
+	}
 	verb := func(s string) string {
 		if r.DryRun {
 			return "would be " + s
