@@ -116,9 +116,9 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
 		return err
 	}
-	for _, name := range o.Clusters {
+	for i, name := range o.Clusters {
 		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
-			return err
+			return taintError(err, o.Clusters[:i], o.Clusters[i:])
 		}
 		if o.DryRun == cli.DryRunNone {
 			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
@@ -152,6 +152,17 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			strings.Join(timedOut, ", "), o.Timeout))
 	}
 	return nil
+}
+
+// taintError says, when tainting stopped part way, which clusters carry the
+// drain taint and which do not.
+func taintError(err error, tainted, not []string) error {
+	done := "none"
+	if len(tainted) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon cluster %s` gives them back)", strings.Join(tainted, ", "), strings.Join(tainted, " "))
+	}
+	return fmt.Errorf("%w; drain taint added: %s; not added: %s: run the same command again to drain them all",
+		err, done, strings.Join(not, ", "))
 }
 
 func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterReport, error) {
