@@ -22,15 +22,10 @@ import (
 // did and did not do and exits 1, and then runs the same command again,
 // straight to the cluster, to show it finishes with nothing left over.
 
-// throughFault starts a fault proxy in front of c with one fault, and
-// returns a kubectl runner through it.
+// throughFault returns a kubectl runner through a fault proxy in front of c.
 func throughFault(t *testing.T, c *harness.Cluster, f *harness.Fault) func(args ...string) harness.Result {
 	t.Helper()
-	p, err := c.StartFaultProxy(ctx(t, 5*time.Minute))
-	assert.NilError(t, err)
-	t.Cleanup(p.Close)
-	p.Inject(f)
-	t.Cleanup(func() { assert.Check(t, p.Fired(f) > 0, "the fault never fired: the scenario tested nothing") })
+	p := c.WithFault(ctx(t, 5*time.Minute), t, f)
 	return func(args ...string) harness.Result {
 		t.Helper()
 		r, err := p.For(t.TempDir()).Kubectl(ctx(t, 5*time.Minute), args...)

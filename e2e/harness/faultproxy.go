@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -223,3 +224,22 @@ type discard struct{ header http.Header }
 func (d discard) Header() http.Header         { return d.header }
 func (d discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d discard) WriteHeader(int)             {}
+
+// WithFault starts a proxy in front of c with the one fault f for the test
+// t. The proxy stops when t ends, and t fails if f never fired: a scenario
+// whose fault never fires tests nothing.
+func (c *Cluster) WithFault(ctx context.Context, t testing.TB, f *Fault) *FaultProxy {
+	t.Helper()
+	p, err := c.StartFaultProxy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Inject(f)
+	t.Cleanup(func() {
+		p.Close()
+		if p.Fired(f) == 0 {
+			t.Errorf("the fault %+v never fired: the scenario tested nothing", *f)
+		}
+	})
+	return p
+}

@@ -21,15 +21,11 @@ import (
 // did and did not do and exits 1, and then runs the same command again,
 // straight to the hub, to show it finishes with nothing lost or left over.
 
-// throughFault starts a fault proxy in front of the hub with one fault, and
-// returns a `kubectl spoke` runner through it.
+// throughFault returns a `kubectl spoke` runner through a fault proxy in
+// front of the hub.
 func throughFault(t *testing.T, f *harness.Fault) func(args ...string) harness.Result {
 	t.Helper()
-	p, err := hub.StartFaultProxy(ctx(t))
-	assert.NilError(t, err)
-	t.Cleanup(p.Close)
-	p.Inject(f)
-	t.Cleanup(func() { assert.Check(t, p.Fired(f) > 0, "the fault never fired: the scenario tested nothing") })
+	p := hub.WithFault(ctx(t), t, f)
 	return func(args ...string) harness.Result {
 		t.Helper()
 		r, err := p.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
@@ -50,10 +46,11 @@ func secretReference(t *testing.T, name string) string {
 
 func TestFaultAddSecretWriteFails(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
-	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/secrets/fault-secret-kubeconfig", Action: harness.Unavailable})
+	// The write of the secret hangs until the client gives up.
+	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/secrets/fault-secret-kubeconfig", Action: harness.Stall})
 	args := []string{"add", "fault-secret", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply"}
 
-	r := viaFault(args...)
+	r := viaFault(append(args, "--request-timeout", "5s")...)
 	assert.Equal(t, r.ExitCode, 1, r)
 	assert.Check(t, is.Contains(r.Stderr, "writing secret mural-system/fault-secret-kubeconfig"), r)
 	assert.Check(t, is.Contains(r.Stderr, "nothing else was changed"), r)
