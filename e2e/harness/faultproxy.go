@@ -128,7 +128,7 @@ func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
 	}
 	for _, cl := range cfg.Clusters {
 		cl.Server = "https://" + ln.Addr().String()
-		cl.CertificateAuthority, cl.CertificateAuthorityData = "", certPEM
+		cl.CertificateAuthority, cl.CertificateAuthorityData, cl.InsecureSkipTLSVerify = "", certPEM, false
 	}
 	dir, err := os.MkdirTemp(c.env.Workdir, "faultproxy-")
 	if err != nil {
