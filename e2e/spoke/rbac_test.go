@@ -65,7 +65,7 @@ func TestLeastPrivilege(t *testing.T) {
 	assert.Equal(t, readFile(t, values), valuesFile)
 
 	// Without patch on Spokes, add --apply refuses before it writes the secret.
-	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, watch, patch, delete]", "patch")
+	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, watch, create, patch, delete]", "patch")
 	assert.NilError(t, err)
 	assert.NilError(t, hub.ApplyYAML(ctx(t), fewer))
 	t.Cleanup(func() { assert.Check(t, hub.ApplyYAML(ctx(t), roles)) })

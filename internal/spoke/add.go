@@ -308,11 +308,15 @@ func secretName(spoke string) string { return spoke + "-kubeconfig" }
 // access is what writing the plan needs on the hub.
 func (p *addPlan) access(apply, wait bool, hub *Hub) []cli.Access {
 	var out []cli.Access
-	if p.secretStep != "unchanged" {
+	switch p.secretStep {
+	case "created": // server-side apply creates: both verbs are checked
+		out = append(out, access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
+	case "updated":
 		out = append(out, access("patch", secretResource, hub.Namespace))
 	}
 	if apply {
-		out = append(out, hub.spokeAccess("patch")...)
+		// The Spoke may not exist yet: server-side apply would create it.
+		out = append(out, hub.spokeAccess("create", "patch")...)
 	}
 	if apply && wait {
 		out = append(out, hub.waitJoinedAccess()...)

@@ -158,7 +158,8 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	}
 	needs := []cli.Access{access("update", secretResource, hub.Namespace)}
 	if o.Secret != "" && o.Secret != ref.Name {
-		needs = append(hub.spokeAccess("patch"), access("patch", secretResource, hub.Namespace))
+		// Server-side apply of a secret that may not exist yet: create and patch.
+		needs = append(hub.spokeAccess("patch"), access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
 	}
 	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
 		return err
