@@ -109,13 +109,14 @@ func TestFaultRemoveAnswerLost(t *testing.T) {
 }
 
 func TestFaultRotateIntoNewSecret(t *testing.T) {
-	r := spoke(t, "add", "fault-rotate", "--spoke-kubeconfig", spoke1.Kubeconfig, "--apply")
-	assert.Equal(t, r.ExitCode, 0, r)
+	// Joined, so the fleet controller no longer changes the Spoke under the
+	// rotation's guarded patch.
+	addAndJoin(t, "fault-rotate", spoke1)
 	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/spokes/fault-rotate", Action: harness.Unavailable})
 	args := []string{"rotate-kubeconfig", "fault-rotate", "--secret", "fault-rotate-2027",
 		"--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "rotated", time.Now().Add(365*24*time.Hour)))}
 
-	r = viaFault(args...)
+	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)
 	assert.Check(t, is.Contains(r.Stderr, "pointing Spoke fault-rotate at secret fault-rotate-2027"), r)
 	assert.Check(t, is.Contains(r.Stderr, "the secret was written, the Spoke still uses the old one: run this again"), r)
