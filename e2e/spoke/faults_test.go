@@ -114,7 +114,7 @@ func TestFaultRotateIntoNewSecret(t *testing.T) {
 	addAndJoin(t, "fault-rotate", spoke1)
 	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/spokes/fault-rotate", Action: harness.Unavailable})
 	args := []string{"rotate-kubeconfig", "fault-rotate", "--secret", "fault-rotate-2027",
-		"--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "rotated", time.Now().Add(365*24*time.Hour)))}
+		"--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "rotated", time.Now().Add(2*365*24*time.Hour)))}
 
 	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)

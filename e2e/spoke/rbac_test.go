@@ -46,7 +46,7 @@ func TestLeastPrivilege(t *testing.T) {
 		return r
 	}
 	values := writeFile(t, "values.yaml", valuesFile)
-	rotated := writeKubeconfig(t, signedCert(t, spoke1, "rotated-rbac", time.Now().Add(365*24*time.Hour)))
+	rotated := writeKubeconfig(t, signedCert(t, spoke1, "rotated-rbac", time.Now().Add(2*365*24*time.Hour)))
 	for _, args := range [][]string{
 		{"add", "least", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply", "--wait", "--timeout", "2m"},
 		{"list"},
