@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -36,6 +37,7 @@ type ClusterOptions struct {
 	Timeout  time.Duration
 	DryRun   cli.DryRun
 	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
@@ -78,6 +80,9 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			if o.dynamic, err = f.DynamicClient(); err != nil {
 				return err
 			}
+			if o.access, err = accessClient(f); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -108,9 +113,12 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if o.DryRun == cli.DryRunClient {
 		return o.Output.Print(o.Out, report, report.table)
 	}
-	for _, name := range o.Clusters {
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
+		return err
+	}
+	for i, name := range o.Clusters {
 		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
-			return err
+			return taintError(err, o.Clusters[:i], o.Clusters[i:])
 		}
 		if o.DryRun == cli.DryRunNone {
 			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
@@ -144,6 +152,17 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			strings.Join(timedOut, ", "), o.Timeout))
 	}
 	return nil
+}
+
+// taintError says, when tainting stopped part way, which clusters carry the
+// drain taint and which do not.
+func taintError(err error, tainted, not []string) error {
+	done := "none"
+	if len(tainted) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon cluster %s` gives them back)", strings.Join(tainted, ", "), strings.Join(tainted, " "))
+	}
+	return fmt.Errorf("%w; drain taint added: %s; not added: %s: run the same command again to drain them all",
+		err, done, strings.Join(not, ", "))
 }
 
 func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterReport, error) {
@@ -291,6 +310,7 @@ type UncordonClusterOptions struct {
 	Output   *cli.Output
 	Clusters []string
 	DryRun   cli.DryRun
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
@@ -322,6 +342,9 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 			if err != nil {
 				return err
 			}
+			if o.access, err = accessClient(f); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context(), d)
 		},
 	}
@@ -336,6 +359,9 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 		if _, err := getManagedCluster(ctx, d, name); err != nil {
 			return err
 		}
+	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, false)); err != nil {
+		return err
 	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: dryRunName(o.DryRun)}
 	for _, name := range o.Clusters {

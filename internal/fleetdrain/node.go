@@ -208,6 +208,9 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again",
 			strings.Join(refused, ", "), refusalSummary(report))
 	}
+	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
+		return err
+	}
 	if o.DryRun == cli.DryRunServer {
 		for _, n := range nodes {
 			if _, err := SetUnschedulable(ctx, o.client, n.Name, true, true); err != nil {
@@ -222,10 +225,10 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 }
 
 func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
-	for _, n := range nodes {
+	for i, n := range nodes {
 		changed, err := SetUnschedulable(ctx, o.client, n.Name, true, false)
 		if err != nil {
-			return fmt.Errorf("%w; nodes cordoned before it stay cordoned: `kubectl fleetdrain uncordon node` gives them back", err)
+			return cordonError(err, nodes[:i], nodes[i:])
 		}
 		if changed {
 			fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
@@ -263,6 +266,24 @@ func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *D
 			len(failed), len(nodes), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// cordonError says, when cordoning stopped part way, which nodes are
+// cordoned and which are not; no pod was evicted yet.
+func cordonError(err error, cordoned, not []*corev1.Node) error {
+	names := func(ns []*corev1.Node) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	done := "none"
+	if len(cordoned) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon node %s` gives them back)", strings.Join(names(cordoned), ", "), strings.Join(names(cordoned), " "))
+	}
+	return fmt.Errorf("%w; cordoned: %s; not cordoned: %s; no pod was evicted: run the same command again to drain them all",
+		err, done, strings.Join(names(not), ", "))
 }
 
 func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeReport) {

@@ -106,6 +106,9 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 	if err != nil {
 		return err
 	}
+	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
+		return err
+	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: dryRunName(o.DryRun)}
 	for _, name := range o.Nodes {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 // Identity is what tells one cluster from another: the UID of its kube-system
@@ -85,28 +86,9 @@ func (k *Kubeconfig) MissingPermissions(ctx context.Context, perms []authorizati
 	if err != nil {
 		return nil, err
 	}
-	var missing []string
-	for _, p := range perms {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: p.DeepCopy()}}
-		res, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("asking %s what user %q may do: %w", k.Server, k.User, err)
-		}
-		if !res.Status.Allowed {
-			missing = append(missing, describe(p))
-		}
+	missing, err := cli.MissingAccess(ctx, c.AuthorizationV1(), perms)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s what user %q may do: %w", k.Server, k.User, err)
 	}
 	return missing, nil
-}
-
-func describe(p authorizationv1.ResourceAttributes) string {
-	r := p.Resource
-	if p.Group != "" {
-		r += "." + p.Group
-	}
-	s := []string{p.Verb, r}
-	if p.Namespace != "" {
-		s = append(s, "in namespace "+p.Namespace)
-	}
-	return strings.Join(s, " ")
 }

@@ -203,6 +203,9 @@ func (o *ParkOptions) Validate() error {
 // Run parks the cluster and, with --wait, follows its machines away.
 func (o *ParkOptions) Run(ctx context.Context) error {
 	p := o.platform
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
 	var before []capi.Machine
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		// The machines that go, named in the report once they are gone.

@@ -237,6 +237,9 @@ func (o *ResumeOptions) Validate() error {
 
 // Run resumes the cluster and, with --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
+	if err := o.platform.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
 	var replicas *int32
 	if o.replicasSet {
 		replicas = &o.Replicas

@@ -197,6 +197,9 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Apply, o.Wait, hub)); err != nil {
+		return err
+	}
 	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.credential}
 	if o.DryRun != cli.DryRunNone {
 		report.DryRun = map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[o.DryRun]
@@ -301,6 +304,25 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 }
 
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
+
+// access is what writing the plan needs on the hub.
+func (p *addPlan) access(apply, wait bool, hub *Hub) []cli.Access {
+	var out []cli.Access
+	switch p.secretStep {
+	case "created": // server-side apply creates: both verbs are checked
+		out = append(out, access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
+	case "updated":
+		out = append(out, access("patch", secretResource, hub.Namespace))
+	}
+	if apply {
+		// The Spoke may not exist yet: server-side apply would create it.
+		out = append(out, hub.spokeAccess("create", "patch")...)
+	}
+	if apply && wait {
+		out = append(out, hub.waitJoinedAccess()...)
+	}
+	return out
+}
 
 func (o *AddOptions) findHub(ctx context.Context) (*fleetconfig.Hub, error) {
 	hubs, err := o.hub.Hubs(ctx)

@@ -97,6 +97,9 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 			return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
 		}
 	}
+	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch", "delete"), hub.waitGoneAccess()); err != nil {
+		return err
+	}
 	if o.DryRun == cli.DryRunClient {
 		r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "would be set"}, Step{"spoke " + hub.Namespace + "/" + o.Name, "would be deleted"})
 		return o.Output.Print(o.Out, r, r.table)

@@ -145,6 +145,16 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var needs []cli.Access
+	if s != nil && s.DeletionTimestamp == nil {
+		needs = hub.spokeAccess("delete")
+	}
+	if o.Wait {
+		needs = append(needs, hub.waitGoneAccess()...)
+	}
+	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
+		return err
+	}
 	verb := func(s string) string {
 		if r.DryRun {
 			return "would be " + s
@@ -162,7 +172,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 			err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace).Delete(ctx, o.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: cli.DryRunOption(o.DryRun)})
 			if err != nil {
-				return fmt.Errorf("deleting Spoke %s/%s: %w", hub.Namespace, o.Name, err)
+				return fmt.Errorf("deleting Spoke %s/%s: %w; %s: run the same command again", hub.Namespace, o.Name, err, notRemoved(edit))
 			}
 		}
 		r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, verb("deleted")})
@@ -188,6 +198,14 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
 	}
 	return o.Output.Print(o.Out, r, r.table)
+}
+
+// notRemoved says what a failed delete left undone besides the Spoke.
+func notRemoved(edit *valuesRemoval) string {
+	if edit != nil && edit.changed {
+		return "the values entry was not removed"
+	}
+	return "nothing else was changed"
 }
 
 // valuesRemoval is a planned edit of a values file.

@@ -156,6 +156,14 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		DryRun:     o.DryRun != cli.DryRunNone, Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
 		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
+	needs := []cli.Access{access("update", secretResource, hub.Namespace)}
+	if o.Secret != "" && o.Secret != ref.Name {
+		// Server-side apply of a secret that may not exist yet: create and patch.
+		needs = append(hub.spokeAccess("patch"), access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
+	}
+	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
+		return err
+	}
 	switch {
 	case o.DryRun == cli.DryRunClient:
 		r.Result = "would be replaced"

@@ -200,6 +200,9 @@ func (o *SetOptions) Run(ctx context.Context) error {
 		from, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, a.Path...)...)
 		r.Changes = append(r.Changes, SetChange{Field: a.Field(), From: from, To: a.Value})
 	}
+	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch")); err != nil {
+		return err
+	}
 	if o.DryRun != cli.DryRunClient {
 		patch, err := json.Marshal(SetPatch(o.Assignments, u.GetResourceVersion()))
 		if err != nil {
