@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// ErrInterrupted is the cause of a command's context ended by Ctrl-C or
+// SIGTERM. Errors that wrap it exit with ExitInterrupted.
+var ErrInterrupted = errors.New("interrupted")
+
+// interruption is the cause recorded for sig, e.g. "interrupted by SIGINT".
+func interruption(sig os.Signal) error {
+	name := sig.String()
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGINT:
+			name = "SIGINT"
+		case syscall.SIGTERM:
+			name = "SIGTERM"
+		}
+	}
+	return fmt.Errorf("%w by %s", ErrInterrupted, name)
+}
+
+// withInterrupt returns the one context of a run, cancelled with an
+// ErrInterrupted cause at the first SIGINT or SIGTERM. It stops listening
+// before it cancels, so a second signal finds Go's default again and kills
+// the process at once, whatever the command is doing.
+// (signal.NotifyContext cancels first and stops listening only later.)
+func withInterrupt(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-signals:
+			signal.Stop(signals)
+			cancel(interruption(sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel(nil)
+	}
+}
+
+// Interrupted tells whether ctx ended because of Ctrl-C or SIGTERM.
+func Interrupted(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrInterrupted)
+}
+
+// GiveBackContext is a context for giving back what a command took (a
+// cordon) after ctx ended, interrupted or timed out: it keeps ctx's values,
+// not its end, and has a short deadline of its own.
+func GiveBackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+}
