@@ -97,7 +97,7 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 		patch.add(annotationPath(RecordAnnotation), value)
 	}
 	plan.Record = &record
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 

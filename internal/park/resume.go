@@ -90,7 +90,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		patch.test(annotationPath(RecordAnnotation), raw)
 		patch.remove(annotationPath(RecordAnnotation))
 	}
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
