@@ -347,7 +347,7 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 		} else {
 			var err error
 			if e.Changed, err = removeDrainTaint(ctx, d, name, o.DryRun); err != nil {
-				return err
+				return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Clusters, report))
 			}
 		}
 		e.Detail = "no drain taint"

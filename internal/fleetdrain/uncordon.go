@@ -140,7 +140,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 			result, err = GiveBack(ctx, client, name, o.DryRun)
 		}
 		if err != nil {
-			return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Nodes[:i], report))
+			return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Nodes, report))
 		}
 		e.Changed, e.Detail = result == GaveBack, string(result)
 		report.Items = append(report.Items, e)
@@ -148,7 +148,8 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 	return o.Output.Print(o.Out, report, report.table)
 }
 
-// uncordonedSoFar says which nodes an interrupted or failed uncordon gave back.
+// uncordonedSoFar says what an interrupted or failed uncordon gave back:
+// the first len(r.Items) of names were done.
 func uncordonedSoFar(names []string, r UncordonReport) string {
 	var done []string
 	for i, e := range r.Items {
@@ -157,7 +158,7 @@ func uncordonedSoFar(names []string, r UncordonReport) string {
 		}
 	}
 	if len(done) == 0 {
-		return "no node was uncordoned"
+		return "nothing was given back"
 	}
-	return "uncordoned before it: " + strings.Join(done, ", ")
+	return "given back before it: " + strings.Join(done, ", ")
 }

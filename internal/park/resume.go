@@ -260,7 +260,9 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		waitErr = o.waitWorkersBack(ctx)
+		if waitErr = o.waitWorkersBack(ctx); waitErr != nil {
+			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
+		}
 	}
 	if err := o.print(plan); err != nil {
 		return err
