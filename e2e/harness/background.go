@@ -28,9 +28,7 @@ type Started struct {
 // kubectl execs the plugin in its own process, so a signal sent to it
 // reaches the plugin as it would from a terminal.
 func (c Command) StartKubectl(args ...string) (*Started, error) {
-	cmd := exec.Command(filepath.Join(c.Tools.Bin, "kubectl"), args...)
-	cmd.Env = append([]string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}, c.Env...)
-	cmd.Stdin = strings.NewReader(c.Stdin)
+	cmd := c.command("", filepath.Join(c.Tools.Bin, "kubectl"), args...)
 	s := &Started{cmd: cmd, changed: make(chan struct{}), finished: make(chan struct{})}
 	cmd.Stdout = writerFunc(func(p []byte) { s.mu.Lock(); s.stdout.Write(p); s.mu.Unlock() })
 	cmd.Stderr = writerFunc(func(p []byte) {
