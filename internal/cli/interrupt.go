@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+
+	"k8s.io/client-go/rest"
 )
 
 // ErrInterrupted is the cause of a command's context ended by Ctrl-C or
@@ -60,4 +65,51 @@ func Interrupted(ctx context.Context) bool {
 // not its end, and has a short deadline of its own.
 func GiveBackContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+}
+
+// endWithRun makes every request of the config end with the run (the
+// command's context, read when the request is sent), also the requests
+// client-go sends without a context of their own, such as discovery: after
+// Ctrl-C nothing keeps waiting on a server that does not answer.
+func endWithRun(c *rest.Config, run func() context.Context) *rest.Config {
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &runBoundTransport{next: rt, run: run} })
+	return c
+}
+
+type runBoundTransport struct {
+	next http.RoundTripper
+	run  func() context.Context
+}
+
+func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	run := t.run()
+	if run == nil {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stop := context.AfterFunc(run, func() { cancel(context.Cause(run)) })
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		stop()
+		cancel(nil)
+		return nil, err
+	}
+	// A watch or a long body is read after RoundTrip returns: the request
+	// stays bound to the run until its body is closed.
+	resp.Body = &runBoundBody{ReadCloser: resp.Body, release: func() { stop(); cancel(nil) }}
+	return resp, nil
+}
+
+func (t *runBoundTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+type runBoundBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *runBoundBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // blockingCommand is a leaf command that waits until its context ends, as a
@@ -118,4 +122,30 @@ func TestSecondSignalKills(t *testing.T) {
 	assert.Assert(t, errors.As(err, &exit), "the child ended with %v", err)
 	status := exit.Sys().(syscall.WaitStatus)
 	assert.Check(t, status.Signaled() && status.Signal() == syscall.SIGINT, "killed by the second SIGINT: %v", status)
+}
+
+// Ctrl-C also ends requests sent without a context, such as discovery, on
+// a server that does not answer.
+func TestInterruptEndsRequestsWithoutAContext(t *testing.T) {
+	hung := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		close(hung)
+		<-r.Context().Done()
+	}))
+	defer server.Close()
+	run, cancel := context.WithCancelCause(context.Background())
+	cfg := endWithRun(&rest.Config{Host: server.URL}, func() context.Context { return run })
+	result := make(chan error, 1)
+	go func() {
+		_, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerGroups()
+		result <- err
+	}()
+	<-hung
+	cancel(interruption(os.Interrupt))
+	select {
+	case err := <-result:
+		assert.ErrorContains(t, err, "interrupted by SIGINT")
+	case <-time.After(time.Minute): // only a guard against hanging the test run
+		t.Fatal("the request did not end with the run")
+	}
 }

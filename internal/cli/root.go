@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
@@ -73,6 +74,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
 
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return endWithRun(c, root.Context) }
 	flags := root.PersistentFlags()
 	configFlags.AddFlags(flags)
 	matchVersion.AddFlags(flags)

@@ -7,6 +7,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,9 @@ func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
 		return nil, fmt.Errorf("discovering the platform's API: %w", err)
 	}
 	m, err := mapper.RESTMapping(capi.ClusterKind, capi.Versions...)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("discovering the platform's API: %w", err)
+	}
 	if err != nil {
 		return nil, cli.Refusedf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
 	}
