@@ -107,9 +107,13 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if o.DryRun == cli.DryRunClient {
 		return o.Output.Print(o.Out, report, report.table)
 	}
-	for _, name := range o.Clusters {
+	for i, name := range o.Clusters {
 		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
-			return err
+			if i == 0 || o.DryRun != cli.DryRunNone {
+				return fmt.Errorf("%w; nothing was changed", err)
+			}
+			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to finish, or give them back with `kubectl fleetdrain uncordon cluster %s`",
+				err, strings.Join(o.Clusters[:i], ", "), strings.Join(o.Clusters[:i], " "))
 		}
 		if o.DryRun == cli.DryRunNone {
 			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
