@@ -63,9 +63,13 @@ func Interrupted(ctx context.Context) bool {
 // GiveBackContext is a context for giving back what a command took (a
 // cordon) after ctx ended, interrupted or timed out: it keeps ctx's values,
 // not its end, and has a short deadline of its own.
+// Its requests are not cut at the end of the run either (see endWithRun).
 func GiveBackContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+	return context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), outlivesRun{}, true), giveBackTimeout)
 }
+
+// outlivesRun marks the context of a request that must not end with the run.
+type outlivesRun struct{}
 
 // endWithRun makes every request of the config end with the run (the
 // command's context, read when the request is sent), also the requests
@@ -83,7 +87,7 @@ type runBoundTransport struct {
 
 func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	run := t.run()
-	if run == nil {
+	if run == nil || req.Context().Value(outlivesRun{}) != nil {
 		return t.next.RoundTrip(req)
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())

@@ -149,3 +149,20 @@ func TestInterruptEndsRequestsWithoutAContext(t *testing.T) {
 		t.Fatal("the request did not end with the run")
 	}
 }
+
+// Giving back a cordon after Ctrl-C still reaches the server.
+func TestGiveBackOutlivesTheRun(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["v1"]}`))
+	}))
+	defer server.Close()
+	run, cancel := context.WithCancelCause(context.Background())
+	cancel(interruption(os.Interrupt))
+	cfg := endWithRun(&rest.Config{Host: server.URL}, func() context.Context { return run })
+	client := discovery.NewDiscoveryClientForConfigOrDie(cfg).RESTClient()
+	ctx, stop := GiveBackContext(run)
+	defer stop()
+	assert.NilError(t, client.Get().AbsPath("/api").Do(ctx).Error())
+	assert.ErrorContains(t, client.Get().AbsPath("/api").Do(context.Background()).Error(), "interrupted by SIGINT")
+}
