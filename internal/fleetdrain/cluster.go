@@ -30,6 +30,9 @@ const (
 	ClusterPlanned  ClusterResult = "Planned"
 	ClusterDrained  ClusterResult = "Drained"
 	ClusterTimedOut ClusterResult = "TimedOut"
+	// ClusterNotDrained: tainted, but the wait for its works stopped (an
+	// error, or Ctrl-C) before they left.
+	ClusterNotDrained ClusterResult = "NotDrained"
 )
 
 // ClusterDrainReport is what `fleetdrain cluster` prints, with the same

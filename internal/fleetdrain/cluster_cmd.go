@@ -2,7 +2,6 @@ package fleetdrain
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -137,7 +136,13 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting", err, name)
+			// What changed so far: every cluster is tainted, some drained.
+			for j := i; j < len(report.Items); j++ {
+				report.Items[j].Result = ClusterNotDrained
+			}
+			_ = o.Output.Print(o.Out, report, report.table)
+			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting, or give them back with `kubectl fleetdrain uncordon cluster %s`",
+				err, strings.Join(o.Clusters, ", "), strings.Join(o.Clusters, " "))
 		}
 		report.Items[i].Result = ClusterDrained
 	}
@@ -256,15 +261,8 @@ func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, 
 		if err != nil {
 			return err
 		}
-		ops := change(mc)
-		if len(ops) == 0 {
-			return nil
-		}
-		// A resourceVersion in the patch makes the API server refuse it with a
-		// conflict when the cluster changed since it was read.
-		ops = append([]jsonPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: mc.ResourceVersion}}, ops...)
-		data, err := json.Marshal(ops)
-		if err != nil {
+		data, err := guardedPatch(mc.ResourceVersion, change(mc))
+		if err != nil || data == nil {
 			return err
 		}
 		_, err = d.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun)})
@@ -375,7 +373,7 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 		} else {
 			var err error
 			if e.Changed, err = removeDrainTaint(ctx, d, name, o.DryRun); err != nil {
-				return err
+				return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Clusters, report))
 			}
 		}
 		e.Detail = "no drain taint"

@@ -97,7 +97,7 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 		patch.add(annotationPath(RecordAnnotation), value)
 	}
 	plan.Record = &record
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
@@ -237,6 +237,8 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitMachinesGone(ctx); waitErr == nil {
 			plan.Survivors = o.survivors(ctx, before)
+		} else {
+			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
 	}
 	if err := o.print(plan); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,9 @@ func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
 		return nil, fmt.Errorf("discovering the platform's API: %w", err)
 	}
 	m, err := mapper.RESTMapping(capi.ClusterKind, capi.Versions...)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("discovering the platform's API: %w", err)
+	}
 	if err != nil {
 		return nil, cli.Refusedf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
 	}
@@ -122,14 +126,16 @@ type clusterPlan interface {
 func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dryRun cli.DryRun, progress *cli.Progress, makePlan func(*capi.Cluster) (P, error)) (P, error) {
 	var plan P
 	lastVersion := ""
+	var patchErr error
 	for attempt := 1; ; attempt++ {
 		c, err := p.Cluster(ctx, name)
 		if err != nil {
 			return plan, err
 		}
 		if lastVersion != "" && c.ResourceVersion == lastVersion {
-			// The cluster did not change, so the failure was not a race.
-			return plan, fmt.Errorf("patching cluster %s/%s: %w", p.Namespace, name, err)
+			// The cluster did not change, so the refusal was not a race: a
+			// webhook or validation said no, and says why.
+			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, patchErr)
 		}
 		if plan, err = makePlan(c); err != nil {
 			return plan, err
@@ -137,17 +143,17 @@ func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dry
 		if len(plan.patch()) == 0 || dryRun == cli.DryRunClient {
 			return plan, nil
 		}
-		err = p.patchCluster(ctx, name, plan.patch(), dryRun)
-		if err == nil {
+		patchErr = p.patchCluster(ctx, name, plan.patch(), dryRun)
+		if patchErr == nil {
 			return plan, nil
 		}
-		if !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
-			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, err)
+		if !apierrors.IsInvalid(patchErr) && !apierrors.IsConflict(patchErr) {
+			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, patchErr)
 		}
 		if attempt == maxAttempts {
-			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, err)
+			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, patchErr)
 		}
-		progress.Update("cluster %s changed since it was read (%v); reading it again", name, err)
+		progress.Update("cluster %s changed since it was read (%v); reading it again", name, patchErr)
 		lastVersion = c.ResourceVersion
 	}
 }
@@ -219,6 +225,8 @@ func isWorker(owners []metav1.OwnerReference) bool {
 // ClusterClient connects to the workload cluster itself: with the given
 // kubeconfig file, or else with the admin kubeconfig the platform keeps in
 // the NAME-kubeconfig secret, read in memory and never written anywhere.
+// Its errors name no flag: the commands that call it differ in what the
+// user can do about it.
 func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile string) (kubernetes.Interface, string, error) {
 	var cfg *rest.Config
 	var err error
@@ -234,18 +242,18 @@ func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile st
 		s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(ctx, secret, metav1.GetOptions{})
 		if err != nil {
 			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				return nil, source, fmt.Errorf("cannot read %s (%s); pass --cluster-kubeconfig FILE", source, apierrors.ReasonForError(err))
+				return nil, source, fmt.Errorf("cannot read %s (%s)", source, apierrors.ReasonForError(err))
 			}
 			return nil, source, fmt.Errorf("reading %s: %w", source, err)
 		}
 		data, ok := s.Data[capi.KubeconfigSecretKey]
 		if !ok {
-			return nil, source, fmt.Errorf("%s has no key %q; pass --cluster-kubeconfig FILE", source, capi.KubeconfigSecretKey)
+			return nil, source, fmt.Errorf("%s has no key %q", source, capi.KubeconfigSecretKey)
 		}
 		cfg, err = clientcmd.RESTConfigFromKubeConfig(data)
 		if err != nil {
 			// The parse error could quote the credential; say only where it failed.
-			return nil, source, errors.New("the kubeconfig in " + source + " does not parse; pass --cluster-kubeconfig FILE")
+			return nil, source, errors.New("the kubeconfig in " + source + " does not parse")
 		}
 	}
 	kube, err := kubernetes.NewForConfig(cfg)

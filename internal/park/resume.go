@@ -90,7 +90,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		patch.test(annotationPath(RecordAnnotation), raw)
 		patch.remove(annotationPath(RecordAnnotation))
 	}
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
@@ -263,7 +263,9 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		waitErr = o.waitWorkersBack(ctx)
+		if waitErr = o.waitWorkersBack(ctx); waitErr != nil {
+			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
+		}
 	}
 	if err := o.print(plan); err != nil {
 		return err

@@ -303,7 +303,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 func (o *StatusOptions) clusterView(ctx context.Context) ClusterView {
 	kube, source, err := o.platform.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if err != nil {
-		return ClusterView{Source: source, Error: err.Error()}
+		msg := err.Error()
+		if o.ClusterKubeconfig == "" {
+			msg += "; pass --cluster-kubeconfig FILE"
+		}
+		return ClusterView{Source: source, Error: msg}
 	}
 	fail := func(what string, err error) ClusterView {
 		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}

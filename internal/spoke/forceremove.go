@@ -104,7 +104,7 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 		r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "would be set"}, Step{"spoke " + hub.Namespace + "/" + o.Name, "would be deleted"})
 		return o.Output.Print(o.Out, r, r.table)
 	}
-	if err := cli.Confirm(o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
+	if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
 		return err
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}}})
