@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -147,8 +146,11 @@ func (o *AddOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate rejects bad input before any request.
 func (o *AddOptions) Validate() error {
-	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
-		return cli.UsageErrorf("%q is not a valid cluster name: %s", o.Name, strings.Join(errs, "; "))
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
 	}
 	if o.ValuesFile != "" && o.ReleaseFile != "" {
 		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry goes: give one")

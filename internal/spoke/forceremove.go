@@ -57,10 +57,7 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 				return err
 			}
-			if o.Timeout < 0 {
-				return cli.UsageErrorf("--timeout must not be negative")
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -72,6 +69,20 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *ForceRemoveOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative")
+	}
+	return o.Output.Validate()
 }
 
 // Run checks that the spoke is unreachable, confirms, annotates, deletes and waits.

@@ -85,10 +85,7 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 				return err
 			}
-			if o.MinLifetime < 0 {
-				return cli.UsageErrorf("--min-credential-lifetime must not be negative")
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -102,6 +99,25 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *RotateOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if o.Secret != "" {
+		if err := cli.ValidateNames(cli.SecretName, o.Secret); err != nil {
+			return err
+		}
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if o.MinLifetime < 0 {
+		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+	}
+	return o.Output.Validate()
 }
 
 // Run checks the new kubeconfig against the old one and replaces it.

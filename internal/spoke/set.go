@@ -167,10 +167,7 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			if o.Assignments, err = ParseAssignments(args[1:]); err != nil {
 				return err
 			}
-			if err := o.Output.Validate(); err != nil {
-				return err
-			}
-			if err := refuseImmutable(o.Name, o.Assignments); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -179,6 +176,20 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input, and fields that may not change, before any request.
+func (o *SetOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return refuseImmutable(o.Name, o.Assignments)
 }
 
 // Run patches the Spoke.
