@@ -3,11 +3,12 @@ package spoke
 import (
 	"testing"
 
+	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
 func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertUsageErrorBeforeAnyRequest(t, NewCmdSpoke, "RFC 1123 label",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "RFC 1123 label",
 		[]string{"status", "../x"},
 		[]string{"status", "a/b"},
 		[]string{"remove", "UPPER", "--dry-run=client"},
@@ -20,7 +21,7 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 		[]string{"status", "spoke-1", "-n", "Bad NS"},
 		[]string{"remove", "spoke-1", "-n", "../kube-system"},
 	)
-	clitest.AssertUsageErrorBeforeAnyRequest(t, NewCmdSpoke, "RFC 1123 subdomain",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "RFC 1123 subdomain",
 		[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "k", "--secret", "../other"},
 	)
 }

@@ -55,16 +55,16 @@ func (s *APIServer) Requests() []string {
 	return append([]string(nil), s.requests...)
 }
 
-// AssertUsageErrorBeforeAnyRequest runs each command line against a fresh
-// APIServer and checks that it exits 2 with want in its error and sends no
+// AssertExitBeforeAnyRequest runs each command line against a fresh
+// APIServer and checks that it exits with code, want in its error, and sends no
 // request at all: nothing was read, nothing changed.
-func AssertUsageErrorBeforeAnyRequest(t *testing.T, newRoot func(genericiooptions.IOStreams) *cobra.Command, want string, cmdLines ...[]string) {
+func AssertExitBeforeAnyRequest(t *testing.T, newRoot func(genericiooptions.IOStreams) *cobra.Command, code int, want string, cmdLines ...[]string) {
 	t.Helper()
 	for _, args := range cmdLines {
 		srv := NewAPIServer(t)
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-		code := cli.Execute(newRoot(streams), append(args, "--kubeconfig", srv.Kubeconfig), streams)
-		assert.Check(t, is.Equal(code, cli.ExitUsage), "%q: stderr %s", args, errOut)
+		got := cli.Execute(newRoot(streams), append(args, "--kubeconfig", srv.Kubeconfig), streams)
+		assert.Check(t, is.Equal(got, code), "%q: stderr %s", args, errOut)
 		assert.Check(t, is.Contains(errOut.String(), want), "%q", args)
 		assert.Check(t, is.Equal(out.String(), ""), "%q", args)
 		assert.Check(t, is.Len(srv.Requests(), 0), "%q sent requests", args)
