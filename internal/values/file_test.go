@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gotest.tools/v3/assert"
 	"github.com/spokekit/spokekit/internal/cli"
+	"gotest.tools/v3/assert"
 )
 
 func TestWriteKeepsModeAndRefusesChangedFile(t *testing.T) {
@@ -72,4 +72,3 @@ func TestWriteEditsTheSymlinkTarget(t *testing.T) {
 	got, _ := os.ReadFile(target)
 	assert.Equal(t, string(got), "a: 2\n", "the target was edited")
 }
-
