@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spokekit/spokekit/internal/cli"
 	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 func TestWriteKeepsModeAndRefusesChangedFile(t *testing.T) {
