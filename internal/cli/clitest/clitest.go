@@ -19,24 +19,45 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// APIServer answers every request with 500 and remembers it.
+// APIServer remembers every request and answers it as told by Respond,
+// or with 500.
 type APIServer struct {
 	// Kubeconfig is a kubeconfig file whose current context is this server.
 	Kubeconfig string
 
-	mu       sync.Mutex
-	requests []string
+	mu        sync.Mutex
+	requests  []string
+	responses map[string]response
+}
+
+type response struct {
+	code int
+	body string
+}
+
+// Respond makes the server answer "METHOD /path" with code and a JSON body.
+func (s *APIServer) Respond(request string, code int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responses[request] = response{code, body}
 }
 
 // NewAPIServer starts the server for the test's lifetime.
 func NewAPIServer(t *testing.T) *APIServer {
 	t.Helper()
-	s := &APIServer{}
+	s := &APIServer{responses: map[string]response{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.String())
+		resp, ok := s.responses[r.Method+" "+r.URL.Path]
 		s.mu.Unlock()
-		http.Error(w, "the test's API server answers nothing", http.StatusInternalServerError)
+		if !ok {
+			http.Error(w, "the test's API server answers nothing", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.code)
+		_, _ = w.Write([]byte(resp.body))
 	}))
 	t.Cleanup(srv.Close)
 	s.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
