@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -236,18 +235,19 @@ func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.Manifest
 	return out, nil
 }
 
-// applySpoke server-side applies a Spoke as kubectl-spoke.
-func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) (*fleetconfig.Spoke, error) {
-	data, err := json.Marshal(s)
+// createSpoke creates a Spoke; one that exists already is not touched.
+func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	force := true
-	u, err := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(dryRun)})
+	_, err = h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj},
+		metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("spoke %s/%s was created by someone else while this command ran; it was not changed", s.Namespace, s.Name)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("applying Spoke %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("creating Spoke %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	var out fleetconfig.Spoke
-	return &out, fromUnstructured(u, &out)
+	return nil
 }
