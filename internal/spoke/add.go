@@ -183,11 +183,11 @@ type addPlan struct {
 	// carries its resourceVersion.
 	existingSecret *corev1.Secret
 	secretStep     string
-	file       *values.File
-	edited     []byte
-	valuesStep string
-	spoke      *fleetconfig.Spoke
-	spokeStep  string
+	file           *values.File
+	edited         []byte
+	valuesStep     string
+	spoke          *fleetconfig.Spoke
+	spokeStep      string
 }
 
 // Run checks everything, then writes.
