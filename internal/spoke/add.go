@@ -401,7 +401,7 @@ func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfi
 	case o.Overwrite:
 		plan.secretStep = "replaced (--overwrite)"
 	default:
-		old, err := kubeconfig.Parse(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+plan.secret.Name)
+		old, err := parseStoredKubeconfig(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+o.hub.Namespace+"/"+plan.secret.Name)
 		if err != nil {
 			return cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, err)
 		}

@@ -120,8 +120,14 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	kc, err := parseStoredKubeconfig(sec.Data[key], "secret "+h.Namespace+"/"+ref.Name)
 	return kc, sec, err
+}
+
+// parseStoredKubeconfig reads a kubeconfig out of a Secret: every kubeconfig
+// that comes from the cluster goes through here, and is untrusted.
+func parseStoredKubeconfig(data []byte, source string) (*kubeconfig.Kubeconfig, error) {
+	return kubeconfig.Parse(data, source)
 }
 
 // ManagedCluster reads a ManagedCluster; nil when it does not exist.
