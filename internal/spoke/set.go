@@ -149,8 +149,9 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Long: templates.LongDesc(`
 			Change fields of a Spoke's spec. FIELD is a path of keys under spec,
 			separated by dots; a key that has dots itself (an annotation such as
-			example.com/team) goes in brackets, ["example.com/team"], or has its
-			dots escaped, example\.com/team (quote the argument for the shell).
+			example.com/team) goes in brackets, ["example.com/team"], or has each
+			of its dots escaped with a backslash (see the examples; quote the
+			argument for the shell).
 			VALUE is YAML (3, true, text, {key: value}, [a, b]; null removes it).
 
 			Only these may change in place: ` + strings.Join(MutableFields, ", ") + `.
