@@ -73,6 +73,9 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 				return err
 			}
 			o.Clusters = args
+			if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+				return err
+			}
 			if o.Timeout <= 0 {
 				return cli.UsageErrorf("--timeout must be positive, got %s", o.Timeout)
 			}
@@ -336,6 +339,9 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 				return err
 			}
 			o.Clusters = args
+			if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+				return err
+			}
 			d, err := f.DynamicClient()
 			if err != nil {
 				return err

@@ -163,6 +163,9 @@ func (o *NodeOptions) Validate() error {
 	if len(o.Nodes) > 0 && o.Selector != "" {
 		return cli.UsageErrorf("name nodes or select them with -l, not both")
 	}
+	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+		return err
+	}
 	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
 		if _, err := labels.Parse(s.value); err != nil {
 			return cli.UsageErrorf("invalid %s %q: %v", s.flag, s.value, err)

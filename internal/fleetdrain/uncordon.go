@@ -98,6 +98,9 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 				return err
 			}
 			o.Nodes = args
+			if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context(), f)
 		},
 	}

@@ -37,3 +37,11 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 	)
 	return root
 }
+
+// validateTarget checks a Cluster's name and namespace before any request.
+func validateTarget(name, namespace string) error {
+	if err := cli.ValidateNames(cli.CAPIClusterName, name); err != nil {
+		return err
+	}
+	return cli.ValidateNames(cli.NamespaceName, namespace)
+}

@@ -188,6 +188,9 @@ func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string
 
 // Validate rejects what cannot be done before anything is read or changed.
 func (o *ParkOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}

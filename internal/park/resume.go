@@ -223,6 +223,9 @@ func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []stri
 
 // Validate rejects bad flags before any request.
 func (o *ResumeOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}

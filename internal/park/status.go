@@ -231,11 +231,11 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
 			var err error
 			if o.Namespace, _, err = f.Namespace(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
@@ -252,6 +252,9 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Validate rejects bad flags before any request.
 func (o *StatusOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -121,8 +120,14 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	kc, err := parseStoredKubeconfig(sec.Data[key], "secret "+h.Namespace+"/"+ref.Name)
 	return kc, sec, err
+}
+
+// parseStoredKubeconfig reads a kubeconfig out of a Secret: every kubeconfig
+// that comes from the cluster goes through here, and is untrusted.
+func parseStoredKubeconfig(data []byte, source string) (*kubeconfig.Kubeconfig, error) {
+	return kubeconfig.Parse(data, source)
 }
 
 // ManagedCluster reads a ManagedCluster; nil when it does not exist.
@@ -236,18 +241,19 @@ func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.Manifest
 	return out, nil
 }
 
-// applySpoke server-side applies a Spoke as kubectl-spoke.
-func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) (*fleetconfig.Spoke, error) {
-	data, err := json.Marshal(s)
+// createSpoke creates a Spoke; one that exists already is not touched.
+func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	force := true
-	u, err := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(dryRun)})
+	_, err = h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj},
+		metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("spoke %s/%s was created by someone else while this command ran; it was not changed", s.Namespace, s.Name)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("applying Spoke %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("creating Spoke %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	var out fleetconfig.Spoke
-	return &out, fromUnstructured(u, &out)
+	return nil
 }

@@ -108,6 +108,12 @@ func (o *RemoveOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate rejects bad input before any request.
 func (o *RemoveOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
 	if o.ValuesFile != "" && o.ReleaseFile != "" {
 		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
 	}

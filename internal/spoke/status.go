@@ -190,7 +190,7 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -198,6 +198,17 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	}
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *StatusOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	return o.Output.Validate()
 }
 
 // Run reads the spoke and what belongs to it, and prints the report.
