@@ -292,37 +292,50 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	objs.Events = events.Items
 	report := StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", o.Namespace, o.Name), Platform: BuildPlatformView(objs, time.Now(), o.Window)}
-	report.Cluster = o.clusterView(ctx)
+	var refused error
+	report.Cluster, refused = o.clusterView(ctx)
 	if o.Output.IsTable() {
 		report.write(o.Streams.Out)
-		return nil
+		return refused
 	}
-	return o.Output.Print(o.Streams.Out, report, nil)
+	if err := o.Output.Print(o.Streams.Out, report, nil); err != nil {
+		return err
+	}
+	return refused
 }
 
-func (o *StatusOptions) clusterView(ctx context.Context) ClusterView {
+// clusterView reads the cluster's own view. A kubeconfig secret the loader
+// refuses is shown in the view and returned, so status exits 3.
+func (o *StatusOptions) clusterView(ctx context.Context) (ClusterView, error) {
 	kube, source, err := o.platform.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
+	if cli.IsRefused(err) {
+		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, err
+	}
 	if err != nil {
-		return ClusterView{Source: source, Error: err.Error()}
+		msg := err.Error()
+		if o.ClusterKubeconfig == "" {
+			msg += "; pass --cluster-kubeconfig FILE"
+		}
+		return ClusterView{Source: source, Error: msg}, nil
 	}
 	fail := func(what string, err error) ClusterView {
 		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}
 	}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail("nodes", err)
+		return fail("nodes", err), nil
 	}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
 	if err != nil {
-		return fail("pods", err)
+		return fail("pods", err), nil
 	}
 	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail("certificate signing requests", err)
+		return fail("certificate signing requests", err), nil
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
 	v.Source = source
-	return v
+	return v, nil
 }
 
 func (r StatusReport) write(w io.Writer) {

@@ -355,10 +355,14 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) erro
 	if ref == nil || ref.Name != secretName(o.Name) {
 		return cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
-	if kc, _, err := o.hub.StoredKubeconfig(ctx, s); err == nil {
+	kc, _, err := o.hub.StoredKubeconfig(ctx, s)
+	switch {
+	case err == nil:
 		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 			return cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
 		}
+	case cli.IsRefused(err) && !o.Overwrite:
+		return cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
 	}
 	return nil
 }
@@ -394,10 +398,14 @@ func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfi
 	case bytes.Equal(existing.Data[fleetconfig.DefaultKubeconfigKey], data):
 		plan.secretStep = "unchanged"
 	default:
-		if old, err := kubeconfig.Parse(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+plan.secret.Name); err == nil {
+		old, err := kubeconfig.FromSecret(existing, fleetconfig.DefaultKubeconfigKey)
+		switch {
+		case err == nil:
 			if same, by := reachOrOffline(ctx, old).SameAs(id); !same && !o.Overwrite {
 				return cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, by)
 			}
+		case cli.IsRefused(err) && !o.Overwrite:
+			return cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
 		}
 		plan.secretStep = "updated"
 	}
@@ -470,7 +478,7 @@ func (o *AddOptions) applySecret(ctx context.Context, s *corev1.Secret) error {
 		return err
 	}
 	force := true
-	_, err = o.hub.Kube.CoreV1().Secrets(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
+	_, err = o.hub.Kube.CoreV1().Secrets(s.Namespace).Patch(cli.HideBodies(ctx), s.Name, types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(o.DryRun)})
 	if err != nil {
 		return fmt.Errorf("writing secret %s/%s: %w; nothing else was changed", s.Namespace, s.Name, err)

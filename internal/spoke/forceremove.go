@@ -93,7 +93,11 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.EvenIfReachable {
-		if reason := hub.reachable(ctx, s); reason != "" {
+		reason, err := hub.reachable(ctx, s)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
 			return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
 		}
 	}
@@ -130,20 +134,24 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 }
 
 // reachable says why a spoke counts as reachable ("" when it does not): its
-// ManagedCluster is Available and its API server answers.
-func (h *Hub) reachable(ctx context.Context, s *fleetconfig.Spoke) string {
+// ManagedCluster is Available and its API server answers. A stored
+// kubeconfig the loader refuses is an error: it is not used to find out.
+func (h *Hub) reachable(ctx context.Context, s *fleetconfig.Spoke) (string, error) {
 	mc, err := h.ManagedCluster(ctx, s.Name)
 	if err != nil || mc == nil || conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable) != string(metav1.ConditionTrue) {
-		return ""
+		return "", nil
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if cli.IsRefused(err) {
+		return "", cli.Refusedf("%w; nothing was changed", err)
+	}
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	if _, err := kc.Reach(ctx); err != nil {
-		return ""
+		return "", nil
 	}
-	return "its ManagedCluster is Available and its API server " + kc.Server + " answers"
+	return "its ManagedCluster is Available and its API server " + kc.Server + " answers", nil
 }
 
 // Leftovers lists what a force-removed spoke may leave on its cluster, with

@@ -104,7 +104,9 @@ func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spok
 	return s, err
 }
 
-// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the secret.
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the
+// secret. Anyone who may write the secret wrote the kubeconfig: the loader
+// refuses (exit 3) one that would run a program or read a local file.
 func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
@@ -121,7 +123,7 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	kc, err := kubeconfig.FromSecret(sec, key)
 	return kc, sec, err
 }
 
@@ -135,9 +137,10 @@ func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedClus
 	return &mc, nil
 }
 
-// Secret reads a secret of the release namespace; nil when it does not exist.
+// Secret reads a secret of the release namespace; nil when it does not
+// exist. Its body is never logged, whatever -v says.
 func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
-	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

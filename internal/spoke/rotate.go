@@ -167,7 +167,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	default:
 		sec.Data[key] = data
 		// Update carries the resourceVersion read above: a concurrent change fails it.
-		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(ctx, sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
 		if err != nil {
 			return fmt.Errorf("replacing the kubeconfig in secret %s/%s: %w; nothing was changed: run this again", hub.Namespace, ref.Name, err)
 		}
@@ -190,7 +190,7 @@ func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Sp
 		return err
 	}
 	force := true
-	if _, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Patch(ctx, o.Secret, types.ApplyPatchType, body,
+	if _, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Patch(cli.HideBodies(ctx), o.Secret, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
 		return fmt.Errorf("writing secret %s/%s: %w; nothing was changed", hub.Namespace, o.Secret, err)
 	}
