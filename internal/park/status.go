@@ -218,9 +218,11 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			that are not Ready, pods that are not Running and certificate
 			signing requests still Pending (reported, never approved).
 
-			The cluster is reached with --cluster-kubeconfig, or else with the
-			admin kubeconfig in the NAME-kubeconfig secret when you may read it;
-			that one is used in memory only, never written or printed.`),
+			The cluster is reached with --cluster-kubeconfig, your own file,
+			used as kubectl would use it; or else with the admin kubeconfig in
+			the NAME-kubeconfig secret when you may read it. That one is used in
+			memory only, never written, printed or logged, and refused (exit 3)
+			if it would run a program or read a local file.`),
 		Example: templates.Examples(`
 			# Both views of the cluster "app"
 			kubectl park status app -n dynamo-prod
