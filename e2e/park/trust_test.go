@@ -68,7 +68,7 @@ func TestVerboseLogsNeverShowTheClusterKubeconfig(t *testing.T) {
 	data, err := os.ReadFile(tenant.Kubeconfig)
 	assert.NilError(t, err)
 	bareCluster(t, "verbose", data)
-	cfg, err := clientcmd.Load(data)
+	cfg, err := clientcmd.LoadFromFile(tenant.Kubeconfig)
 	assert.NilError(t, err)
 	creds := map[string][]byte{"client key": cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientKeyData}
 	assert.Check(t, is.Len(leaktest.Find(string(data), creds), 1), "the search finds the key in the kubeconfig, so it can fail")

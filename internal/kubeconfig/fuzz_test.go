@@ -3,7 +3,6 @@ package kubeconfig
 import (
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/spokekit/spokekit/internal/cli"
@@ -31,7 +30,7 @@ func FuzzFromSecret(f *testing.F) {
 		s := secretWith("")
 		s.Data["kubeconfig"] = data
 		k, err := FromSecret(s, "kubeconfig")
-		if raw, perr := clientcmd.Load(data); perr == nil && runsOrReads(raw) {
+		if raw, perr := decode(data, "fuzz input"); perr == nil && runsOrReads(raw) {
 			if cli.ExitCode(err) != cli.ExitRefused {
 				t.Fatalf("a kubeconfig that runs a program or reads a file was not refused: %v", err)
 			}

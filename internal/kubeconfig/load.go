@@ -61,17 +61,9 @@ func decode(data []byte, source string) (*clientcmdapi.Config, error) {
 // Load reads a kubeconfig file the user gave (relative paths resolved
 // against it, the files it names inlined).
 func Load(path string) (*Kubeconfig, error) {
-	data, err := readFile(path)
+	cfg, err := readUserFile(path)
 	if err != nil {
 		return nil, err
-	}
-	cfg, err := decode(data, path)
-	if err != nil {
-		return nil, err
-	}
-	setOrigin(cfg, path)
-	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	k, err := fromConfig(cfg, path)
 	if err != nil {
@@ -90,17 +82,9 @@ func Load(path string) (*Kubeconfig, error) {
 // kubectl's meaning in full: its current context, exec plugins and
 // auth-providers, files it names.
 func UserRESTConfig(path string) (*rest.Config, error) {
-	data, err := readFile(path)
+	cfg, err := readUserFile(path)
 	if err != nil {
 		return nil, err
-	}
-	cfg, err := decode(data, path)
-	if err != nil {
-		return nil, err
-	}
-	setOrigin(cfg, path)
-	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
 	if err != nil {
@@ -112,12 +96,25 @@ func UserRESTConfig(path string) (*rest.Config, error) {
 	return rc, nil
 }
 
-// setOrigin makes the file references of cfg relative to path, as kubectl does.
-func setOrigin(cfg *clientcmdapi.Config, path string) {
+// readUserFile reads and decodes a kubeconfig file of the user's, its file
+// references made relative to it, as kubectl does.
+func readUserFile(path string) (*clientcmdapi.Config, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := decode(data, path)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range cfg.Clusters {
 		c.LocationOfOrigin = path
 	}
 	for _, u := range cfg.AuthInfos {
 		u.LocationOfOrigin = path
 	}
+	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }
