@@ -2,6 +2,10 @@
 // names a context, carries long-lived credentials, reaches the cluster and is
 // allowed what the join needs; that a replacement reaches the same cluster.
 // It also minifies a kubeconfig to its one context and redacts it for printing.
+//
+// Kubeconfig files the user names are loaded with Load; kubeconfigs read
+// from a cluster only with FromSecret, which refuses any that would run a
+// program or read a local file.
 package kubeconfig
 
 import (
