@@ -81,11 +81,12 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 		args   []string
 		secret string
 	}{
+		// First, while the ManagedCluster is Available for sure.
+		{"force-remove", []string{"force-remove", "untrusted", "--yes"}, "untrusted-kubeconfig"},
 		{"status", []string{"status", "untrusted"}, "untrusted-kubeconfig"},
 		{"add, run again", []string{"add", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"}, "untrusted-kubeconfig"},
 		{"add, the secret exists", []string{"add", "orphan", "--spoke-kubeconfig", spoke2.Kubeconfig}, "orphan-kubeconfig"},
 		{"rotate-kubeconfig", []string{"rotate-kubeconfig", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig}, "untrusted-kubeconfig"},
-		{"force-remove", []string{"force-remove", "untrusted", "--yes"}, "untrusted-kubeconfig"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
