@@ -32,7 +32,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): give the path of a kubeconfig file", path, info.Mode().Type())
+		return nil, fmt.Errorf("%s is %s, not a regular file: give the path of a kubeconfig file", path, fileKind(info.Mode()))
 	}
 	tooBig := fmt.Errorf("%s is larger than %d bytes, the most a kubeconfig file may have here", path, MaxFileSize)
 	if info.Size() > MaxFileSize {
@@ -46,6 +46,20 @@ func readFile(path string) ([]byte, error) {
 		return nil, tooBig
 	}
 	return data, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // decode is the one place a kubeconfig's bytes are parsed. The decoder's

@@ -19,9 +19,9 @@ func TestLoadReadsRegularFilesOnly(t *testing.T) {
 	big := filepath.Join(dir, "big")
 	assert.NilError(t, os.WriteFile(big, []byte(strings.Repeat("#", MaxFileSize+1)), 0o600))
 	cases := map[string]struct{ path, want string }{
-		"a device":         {"/dev/zero", "/dev/zero is not a regular file"},
-		"a FIFO":           {fifo, fifo + " is not a regular file"},
-		"a directory":      {dir, dir + " is not a regular file"},
+		"a device":         {"/dev/zero", "/dev/zero is a device, not a regular file"},
+		"a FIFO":           {fifo, fifo + " is a FIFO, not a regular file"},
+		"a directory":      {dir, dir + " is a directory, not a regular file"},
 		"a file too large": {big, "is larger than 1048576 bytes"},
 		"a missing file":   {filepath.Join(dir, "gone"), "no such file"},
 	}
