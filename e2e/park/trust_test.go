@@ -26,7 +26,8 @@ kind: Cluster
 metadata:
   name: `+name+`
   namespace: `+namespace+`
-spec: {}
+spec:
+  paused: true # no controller acts on it
 `))
 	_, err := platform.Kube.CoreV1().Secrets(namespace).Create(ctx(t), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: capiapi.KubeconfigSecretName(name), Namespace: namespace, Labels: map[string]string{capiapi.ClusterNameLabel: name}},
