@@ -63,6 +63,9 @@ func Refusedf(format string, args ...any) error {
 	return Refused(fmt.Errorf(format, args...))
 }
 
+// IsRefused tells whether err is a refusal (exit 3).
+func IsRefused(err error) bool { return ExitCode(err) == ExitRefused }
+
 // TimedOut reports a change that was made but whose wait ran out of time (exit 4).
 func TimedOut(err error) error {
 	return &ExitError{Code: ExitTimedOut, Err: err}

@@ -20,8 +20,10 @@ type Progress struct {
 	last string
 }
 
-// NewProgress reports to w, live when w is a terminal.
+// NewProgress reports to w, live when w is a terminal. The line's text is
+// escaped here; its own control sequences go to the stream as they are.
 func NewProgress(w io.Writer) *Progress {
+	w = raw(w)
 	return &Progress{out: w, live: term.IsTerminal(w), now: time.Now}
 }
 
@@ -30,7 +32,7 @@ func (p *Progress) Update(format string, args ...any) {
 	if p == nil {
 		return
 	}
-	msg := fmt.Sprintf(format, args...)
+	msg := escapeLine(fmt.Sprintf(format, args...))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if msg == p.last {

@@ -184,7 +184,7 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	if !strings.HasPrefix(msg, "error: ") && !strings.HasPrefix(msg, "Error from server") {
 		msg = "error: " + msg
 	}
-	fmt.Fprintln(streams.ErrOut, strings.TrimRight(msg, "\n"))
+	fmt.Fprintln(streams.ErrOut, EscapeTerminal(strings.TrimRight(msg, "\n")))
 	if code == ExitUsage && cmd != nil {
 		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
@@ -199,8 +199,9 @@ func unwrapExit(err error) error {
 	return err
 }
 
-// Main is the whole of a plugin's main function.
+// Main is the whole of a plugin's main function. What commands print is
+// escaped for the terminal (see terminalWriter).
 func Main(newRoot func(genericiooptions.IOStreams) *cobra.Command) {
-	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	streams := escapingStreams(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	os.Exit(Execute(newRoot(streams), os.Args[1:], streams))
 }

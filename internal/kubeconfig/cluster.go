@@ -33,7 +33,7 @@ func (i Identity) SameAs(o Identity) (bool, string) {
 
 // OfflineIdentity is the identity known without asking the cluster.
 func (k *Kubeconfig) OfflineIdentity() Identity {
-	return Identity{Server: k.Server, CA: k.CA()}
+	return Identity{Server: k.config.Clusters[k.Cluster].Server, CA: k.CA()}
 }
 
 // ReachTimeout bounds each request to a spoke: a stopped API server must
@@ -60,7 +60,7 @@ func (k *Kubeconfig) Reach(ctx context.Context) (Identity, error) {
 	}
 	ns, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
-		return id, fmt.Errorf("the API server %s did not answer as user %q: %w", k.Server, k.User, err)
+		return id, fmt.Errorf("the API server %s did not answer as user %q: %s", k.Server, k.User, k.scrub(err))
 	}
 	id.UID = string(ns.UID)
 	return id, nil
@@ -88,7 +88,7 @@ func (k *Kubeconfig) MissingPermissions(ctx context.Context, perms []authorizati
 	}
 	missing, err := cli.MissingAccess(ctx, c.AuthorizationV1(), perms)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s what user %q may do: %w", k.Server, k.User, err)
+		return nil, fmt.Errorf("asking %s what user %q may do: %s", k.Server, k.User, k.scrub(err))
 	}
 	return missing, nil
 }

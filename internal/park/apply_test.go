@@ -148,5 +148,7 @@ func TestClusterClientErrorsNameNoFlag(t *testing.T) {
 	assert.Check(t, !strings.Contains(err.Error(), "--cluster-kubeconfig"), err.Error())
 
 	status := &StatusOptions{Name: "app", platform: p}
-	assert.Check(t, is.Contains(status.clusterView(context.Background()).Error, "pass --cluster-kubeconfig FILE"))
+	view, err := status.clusterView(context.Background())
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(view.Error, "pass --cluster-kubeconfig FILE"))
 }

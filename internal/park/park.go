@@ -211,6 +211,10 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	}
 	var before []capi.Machine
 	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends by reading the cluster with its kubeconfig secret.
+		if err := p.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+			return err
+		}
 		// The machines that go, named in the report once they are gone.
 		ms, err := list[capi.Machine](ctx, p, capi.MachineResource, o.Name)
 		if err != nil {

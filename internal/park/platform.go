@@ -2,7 +2,6 @@ package park
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -17,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // maxAttempts bounds how often a plan is made again after the Cluster
@@ -223,8 +222,10 @@ func isWorker(owners []metav1.OwnerReference) bool {
 }
 
 // ClusterClient connects to the workload cluster itself: with the given
-// kubeconfig file, or else with the admin kubeconfig the platform keeps in
-// the NAME-kubeconfig secret, read in memory and never written anywhere.
+// kubeconfig file (the user's own, with kubectl's meaning), or else with the
+// admin kubeconfig the platform keeps in the NAME-kubeconfig secret, read in
+// memory and never written anywhere, through the loader for kubeconfigs
+// from a cluster (a refusal is exit 3).
 // Its errors name no flag: the commands that call it differ in what the
 // user can do about it.
 func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile string) (kubernetes.Interface, string, error) {
@@ -232,28 +233,17 @@ func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile st
 	var err error
 	source := kubeconfigFile
 	if kubeconfigFile != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfigFile)
+		cfg, err = kubeconfig.UserRESTConfig(kubeconfigFile)
 		if err != nil {
 			return nil, source, fmt.Errorf("loading --cluster-kubeconfig %s: %w", kubeconfigFile, err)
 		}
 	} else {
-		secret := capi.KubeconfigSecretName(cluster)
-		source = "secret " + p.Namespace + "/" + secret
-		s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(ctx, secret, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				return nil, source, fmt.Errorf("cannot read %s (%s)", source, apierrors.ReasonForError(err))
-			}
-			return nil, source, fmt.Errorf("reading %s: %w", source, err)
+		var kc *kubeconfig.Kubeconfig
+		if kc, source, err = p.secretKubeconfig(ctx, cluster); err != nil {
+			return nil, source, err
 		}
-		data, ok := s.Data[capi.KubeconfigSecretKey]
-		if !ok {
-			return nil, source, fmt.Errorf("%s has no key %q", source, capi.KubeconfigSecretKey)
-		}
-		cfg, err = clientcmd.RESTConfigFromKubeConfig(data)
-		if err != nil {
-			// The parse error could quote the credential; say only where it failed.
-			return nil, source, errors.New("the kubeconfig in " + source + " does not parse")
+		if cfg, err = kc.RESTConfig(); err != nil {
+			return nil, source, err
 		}
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -261,4 +251,32 @@ func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile st
 		return nil, source, fmt.Errorf("client for the cluster from %s: %w", source, err)
 	}
 	return kube, source, nil
+}
+
+// secretKubeconfig loads the kubeconfig of the cluster's NAME-kubeconfig
+// secret; its body is never logged, whatever -v says.
+func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubeconfig.Kubeconfig, string, error) {
+	secret := capi.KubeconfigSecretName(cluster)
+	source := "secret " + p.Namespace + "/" + secret
+	s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), secret, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			return nil, source, fmt.Errorf("cannot read %s (%s)", source, apierrors.ReasonForError(err))
+		}
+		return nil, source, fmt.Errorf("reading %s: %w", source, err)
+	}
+	kc, err := kubeconfig.FromSecret(s, capi.KubeconfigSecretKey)
+	return kc, source, err
+}
+
+// RefuseUnsafeKubeconfig is the preflight of a --wait that will reach the
+// workload cluster: when its NAME-kubeconfig secret holds a kubeconfig the
+// loader refuses, refuse now (exit 3), before anything is changed. A secret
+// that cannot be read is no reason to refuse: the wait says what it could
+// not check.
+func (p *Platform) RefuseUnsafeKubeconfig(ctx context.Context, cluster string) error {
+	if _, _, err := p.secretKubeconfig(ctx, cluster); cli.IsRefused(err) {
+		return cli.Refusedf("%w; nothing was changed", err)
+	}
+	return nil
 }

@@ -247,6 +247,12 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	if o.replicasSet {
 		replicas = &o.Replicas
 	}
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends on the cluster's nodes, read with its kubeconfig secret.
+		if err := o.platform.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+			return err
+		}
+	}
 	plan, err := applyPlan(ctx, o.platform, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
 		return PlanResume(c, replicas)
 	})

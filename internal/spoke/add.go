@@ -381,10 +381,14 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) erro
 	if ref == nil || ref.Name != secretName(o.Name) {
 		return cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
-	if kc, _, err := o.hub.StoredKubeconfig(ctx, s); err == nil {
+	kc, _, err := o.hub.StoredKubeconfig(ctx, s)
+	switch {
+	case err == nil:
 		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 			return cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
 		}
+	case cli.IsRefused(err) && !o.Overwrite:
+		return cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
 	}
 	return nil
 }
@@ -423,7 +427,7 @@ func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfi
 	case o.Overwrite:
 		plan.secretStep = "replaced (--overwrite)"
 	default:
-		old, err := parseStoredKubeconfig(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+o.hub.Namespace+"/"+plan.secret.Name)
+		old, err := kubeconfig.FromSecret(existing, fleetconfig.DefaultKubeconfigKey)
 		if err != nil {
 			return cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, err)
 		}
@@ -503,14 +507,14 @@ func (o *AddOptions) writeSecret(ctx context.Context, plan *addPlan) error {
 	opts := metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
 	var err error
 	if plan.existingSecret == nil {
-		_, err = secrets.Create(ctx, plan.secret, opts)
+		_, err = secrets.Create(cli.HideBodies(ctx), plan.secret, opts)
 	} else {
 		s := plan.existingSecret.DeepCopy()
 		if s.Data == nil {
 			s.Data = map[string][]byte{}
 		}
 		s.Data[fleetconfig.DefaultKubeconfigKey] = plan.secret.Data[fleetconfig.DefaultKubeconfigKey]
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: opts.DryRun})
+		_, err = secrets.Update(cli.HideBodies(ctx), s, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: opts.DryRun})
 	}
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run the same command again", plan.secret.Namespace, plan.secret.Name)

@@ -103,7 +103,9 @@ func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spok
 	return s, err
 }
 
-// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the secret.
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the
+// secret. Anyone who may write the secret wrote the kubeconfig: the loader
+// refuses (exit 3) one that would run a program or read a local file.
 func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
@@ -120,14 +122,8 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := parseStoredKubeconfig(sec.Data[key], "secret "+h.Namespace+"/"+ref.Name)
+	kc, err := kubeconfig.FromSecret(sec, key)
 	return kc, sec, err
-}
-
-// parseStoredKubeconfig reads a kubeconfig out of a Secret: every kubeconfig
-// that comes from the cluster goes through here, and is untrusted.
-func parseStoredKubeconfig(data []byte, source string) (*kubeconfig.Kubeconfig, error) {
-	return kubeconfig.Parse(data, source)
 }
 
 // ManagedCluster reads a ManagedCluster; nil when it does not exist.
@@ -140,9 +136,10 @@ func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedClus
 	return &mc, nil
 }
 
-// Secret reads a secret of the release namespace; nil when it does not exist.
+// Secret reads a secret of the release namespace; nil when it does not
+// exist. Its body is never logged, whatever -v says.
 func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
-	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

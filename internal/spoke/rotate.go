@@ -203,7 +203,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	default:
 		sec.Data[key] = data
 		// Update carries the resourceVersion read above: a concurrent change fails it.
-		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(ctx, sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
 		if err != nil {
 			return fmt.Errorf("replacing the kubeconfig in secret %s/%s: %w; nothing was changed: run this again", hub.Namespace, ref.Name, err)
 		}
@@ -223,7 +223,7 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig
 	}
 	what := fmt.Sprintf("secret %s/%s exists and is not spoke %s's", hub.Namespace, o.Secret, o.Name)
 	next := "nothing was changed: pick a new name for --secret"
-	kc, err := parseStoredKubeconfig(sec.Data[fleetconfig.DefaultKubeconfigKey], "secret "+hub.Namespace+"/"+o.Secret)
+	kc, err := kubeconfig.FromSecret(sec, fleetconfig.DefaultKubeconfigKey)
 	if err != nil {
 		return nil, cli.Refusedf("%s, and it holds no kubeconfig this command can read (%w); %s", what, err, next)
 	}
@@ -249,7 +249,7 @@ func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Sp
 	secrets := hub.Kube.CoreV1().Secrets(hub.Namespace)
 	var err error
 	if existing == nil {
-		_, err = secrets.Create(ctx, &corev1.Secret{
+		_, err = secrets.Create(cli.HideBodies(ctx), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Secret, Namespace: hub.Namespace},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: data},
@@ -257,7 +257,7 @@ func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Sp
 	} else {
 		sec := existing.DeepCopy()
 		sec.Data[fleetconfig.DefaultKubeconfigKey] = data
-		_, err = secrets.Update(ctx, sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+		_, err = secrets.Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run this again", hub.Namespace, o.Secret)

@@ -229,22 +229,31 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := BuildStatus(s, mc, works, hub.credential(ctx, s))
-	return o.Output.Print(o.Out, r, r.Table)
+	cred, refused := hub.credential(ctx, s)
+	r := BuildStatus(s, mc, works, cred)
+	if err := o.Output.Print(o.Out, r, r.Table); err != nil {
+		return err
+	}
+	return refused
 }
 
-// credential reads the stored kubeconfig and describes its credential.
-func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) *CredentialReport {
+// credential reads the stored kubeconfig and describes its credential. A
+// kubeconfig the loader refuses is also returned as the error, so status
+// reports it and exits 3.
+func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*CredentialReport, error) {
 	if s.Spec.Kubeconfig.SecretReference == nil {
-		return nil
+		return nil, nil
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if cli.IsRefused(err) {
+		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
+	}
 	if err != nil {
-		return &CredentialReport{Problem: err.Error()}
+		return &CredentialReport{Problem: err.Error()}, nil
 	}
 	c, err := kc.Credential(time.Now(), 0)
 	if err != nil {
-		return &CredentialReport{Problem: err.Error()}
+		return &CredentialReport{Problem: err.Error()}, nil
 	}
-	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}
+	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}, nil
 }
