@@ -22,8 +22,10 @@ type Env struct {
 	Tools   Tools
 	Workdir string
 
-	mu       sync.Mutex
-	clusters []*Cluster
+	mu        sync.Mutex
+	clusters  []*Cluster
+	processes []*Process
+	failures  []error
 }
 
 // NewEnv prepares a workdir for a test run's clusters. Under
@@ -80,6 +82,7 @@ func (e *Env) DeleteAll(ctx context.Context) error {
 
 // Close deletes every cluster of the run and its workdir.
 func (e *Env) Close() {
+	e.stopProcesses()
 	e.mu.Lock()
 	clusters := e.clusters
 	e.clusters = nil
@@ -247,3 +250,6 @@ func runContext(ctx context.Context, cmd *exec.Cmd) error {
 		return ctx.Err()
 	}
 }
+
+// Env is the test run the cluster belongs to.
+func (c *Cluster) Env() *Env { return c.env }

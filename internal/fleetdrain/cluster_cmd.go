@@ -98,7 +98,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			return err
 		}
 		clusters[name] = mc
-		plan, err := o.plan(ctx, name)
+		plan, err := o.plan(ctx, mc)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,8 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterReport, error) {
+func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
+	cluster := mc.Name
 	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
@@ -163,7 +164,7 @@ func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterRepor
 		}
 		placements = append(placements, p)
 	}
-	return PlanCluster(cluster, workMetadata(works.Items), placements, time.Now()), nil
+	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }
 
 func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetadata {

@@ -15,18 +15,16 @@ type ManifestWork struct {
 // ManagedClusterAddOnKind is the kind of the owner of an add-on's ManifestWorks.
 const ManagedClusterAddOnKind = "ManagedClusterAddOn"
 
-// IsAddOnWork tells whether the work belongs to an add-on (every owner is a
-// ManagedClusterAddOn): the hub removes those itself when a spoke leaves.
+// IsAddOnWork tells whether the work belongs to an add-on: upstream's
+// FleetConfig controller counts a work with any ManagedClusterAddOn owner as
+// an add-on's, which the hub removes itself when a spoke leaves.
 func (w *ManifestWork) IsAddOnWork() bool {
-	if len(w.OwnerReferences) == 0 {
-		return false
-	}
 	for _, o := range w.OwnerReferences {
-		if o.Kind != ManagedClusterAddOnKind {
-			return false
+		if o.Kind == ManagedClusterAddOnKind {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // IsPlacementWork tells whether a placement-driven producer made the work:
