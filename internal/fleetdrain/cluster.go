@@ -91,7 +91,7 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 			continue
 		}
 		entry := WorkEntry{Name: w.Name, Placement: name}
-		candidates := placementsNamed(placements, name, replicaSetNamespace(w.Labels[ocm.ManifestWorkReplicaSetLabel]))
+		candidates := ocm.PlacementsOf(w.Labels, placements)
 		var keeping, misconfigured []string
 		var last time.Time
 		for _, p := range candidates {
@@ -134,26 +134,6 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 	}
 	slices.Sort(r.TolerantPlacements)
 	return r
-}
-
-// replicaSetNamespace reads the namespace from a ManifestWorkReplicaSet
-// label value "<namespace>.<name>" (namespaces hold no dots).
-func replicaSetNamespace(v string) string {
-	ns, _, ok := strings.Cut(v, ".")
-	if !ok {
-		return ""
-	}
-	return ns
-}
-
-func placementsNamed(placements []ocm.Placement, name, namespace string) []ocm.Placement {
-	var out []ocm.Placement
-	for _, p := range placements {
-		if p.Name == name && (namespace == "" || p.Namespace == namespace) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func (r ClusterDrainReport) table() cli.Table {

@@ -251,3 +251,12 @@ func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.D
 	var out fleetconfig.Spoke
 	return &out, fromUnstructured(u, &out)
 }
+
+// Placements lists the Placements of every namespace.
+func (h *Hub) Placements(ctx context.Context) ([]ocm.Placement, error) {
+	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing Placements: %w", err)
+	}
+	return out, nil
+}

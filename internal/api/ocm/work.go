@@ -1,6 +1,8 @@
 package ocm
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,4 +34,25 @@ func (w *ManifestWork) IsAddOnWork() bool {
 func (w *ManifestWork) IsPlacementWork() bool {
 	_, ok := w.Labels[PlacementLabel]
 	return ok
+}
+
+// PlacementsOf finds the placements that made a work with these labels: the
+// placement it names, in the namespace of the ManifestWorkReplicaSet it
+// names ("<namespace>.<name>"; namespaces hold no dots) when it names one.
+func PlacementsOf(labels map[string]string, placements []Placement) []Placement {
+	name := labels[PlacementLabel]
+	if name == "" {
+		return nil
+	}
+	ns, _, ok := strings.Cut(labels[ManifestWorkReplicaSetLabel], ".")
+	if !ok {
+		ns = ""
+	}
+	var out []Placement
+	for _, p := range placements {
+		if p.Name == name && (ns == "" || p.Namespace == ns) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
