@@ -65,6 +65,8 @@ func OpenEnv(dir string) (*Env, error) {
 // DeleteAll deletes every cluster in the workdir, including those of an
 // earlier process.
 func (e *Env) DeleteAll(ctx context.Context) error {
+	e.stopProcesses()
+	e.killLeftProcesses()
 	entries, err := os.ReadDir(filepath.Join(e.Workdir, "clusters"))
 	if err != nil && !os.IsNotExist(err) {
 		return err

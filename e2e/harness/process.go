@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +52,8 @@ func (e *Env) StartProcess(name string, env []string, program string, args ...st
 		_ = log.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
+	// For `make demo-down`: the processes of `make demo-up` outlive it.
+	_ = os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(p.cmd.Process.Pid)), 0o644)
 	e.mu.Lock()
 	e.processes = append(e.processes, p)
 	e.mu.Unlock()
@@ -153,5 +157,18 @@ func waitFor(ctx context.Context, what string, cond func(context.Context) (bool,
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// killLeftProcesses ends the processes an earlier run left in the workdir
+// (their pid files), as `make demo-up` does on purpose.
+func (e *Env) killLeftProcesses() {
+	files, _ := filepath.Glob(filepath.Join(e.Workdir, "logs", "*.pid"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = os.Remove(f)
 	}
 }

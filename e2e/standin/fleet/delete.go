@@ -74,6 +74,17 @@ func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) {
 	if !f.addTaint(ctx, mc, TaintTerminating) {
 		return
 	}
+	// Upstream disables the spoke's add-ons here and waits for their works
+	// to go; deleting the works is what disabling comes to on the hub.
+	if len(works.Items) > 0 {
+		for _, w := range works.Items {
+			err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).Delete(ctx, w.GetName(), metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				f.fail(ctx, fmt.Errorf("deleting add-on ManifestWork %s/%s: %w", s.Name, w.GetName(), err))
+			}
+		}
+		return
+	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight))
 }
 
