@@ -3,7 +3,6 @@
 package fleetdrain
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
@@ -97,32 +97,30 @@ func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 	assert.DeepEqual(t, predicted, want)
 
 	// What the hub then does: watch the works leave while the drain waits.
+	ri := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("spoke-b")
+	list, err := ri.List(ctx(t, time.Minute), metav1.ListOptions{})
+	assert.NilError(t, err)
+	w, err := ri.Watch(ctx(t, 5*time.Minute), metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	assert.NilError(t, err)
 	gone := map[string]time.Time{}
 	var mu sync.Mutex
-	watchCtx, stopWatch := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for watchCtx.Err() == nil {
-			l, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("spoke-b").List(watchCtx, metav1.ListOptions{})
-			if err == nil {
-				left := map[string]bool{}
-				for _, w := range l.Items {
-					left[w.GetName()] = w.GetDeletionTimestamp() == nil
-				}
-				mu.Lock()
-				for _, n := range works {
-					if _, seen := gone[n]; !seen && !left[n] {
-						gone[n] = time.Now()
-					}
-				}
-				mu.Unlock()
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || (ev.Type != watch.Deleted && u.GetDeletionTimestamp() == nil) {
+				continue
 			}
-			time.Sleep(200 * time.Millisecond) // sampling when works leave, not waiting on a condition
+			mu.Lock()
+			if _, seen := gone[u.GetName()]; !seen {
+				gone[u.GetName()] = time.Now()
+			}
+			mu.Unlock()
 		}
 	}()
 	r = kubectl(t, c, "fleetdrain", "cluster", "spoke-b", "--timeout", "3m", "-o", "json")
-	stopWatch()
+	w.Stop()
 	<-done
 	assert.Equal(t, r.ExitCode, 0, r)
 	var drained clusterReport
