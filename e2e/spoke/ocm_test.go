@@ -41,12 +41,23 @@ func waitConfigMap(t *testing.T, c *harness.Cluster, name string, exists bool) {
 	assert.NilError(t, err, "ConfigMap default/%s on %s, want exists=%v", name, c.Name, exists)
 }
 
-// waitAvailable waits until the hub reports the cluster's Available condition as status.
-func waitAvailable(t *testing.T, name, status string) {
+// waitDark waits until the hub reports the cluster's Available condition
+// as status and has tainted it with taint (which follows the condition).
+func waitDark(t *testing.T, name, status, taint string) {
 	t.Helper()
 	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "managedcluster/"+name, "--for=condition=ManagedClusterConditionAvailable="+status, "--timeout=2m")
 	assert.NilError(t, err)
 	assert.Equal(t, r.ExitCode, 0, r)
+	err = wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		taints, _, _ := unstructured.NestedSlice(managedCluster(t, name).Object, "spec", "taints")
+		for _, x := range taints {
+			if m, _ := x.(map[string]any); m["key"] == taint {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	assert.NilError(t, err, "ManagedCluster %s tainted %s", name, taint)
 }
 
 func TestAgentStoppedSpoke(t *testing.T) {
@@ -61,8 +72,8 @@ func TestAgentStoppedSpoke(t *testing.T) {
 
 	assert.Check(t, hub.StopAgent("silent-1"))
 	assert.Check(t, hub.StopAgent("silent-2"))
-	waitAvailable(t, "silent-1", "Unknown")
-	waitAvailable(t, "silent-2", "Unknown")
+	waitDark(t, "silent-1", "Unknown", ocm.TaintUnreachable)
+	waitDark(t, "silent-2", "Unknown", ocm.TaintUnreachable)
 
 	r := spoke(t, "list", "-o", "wide")
 	assert.Check(t, is.Regexp(`(?m)^silent-1\s+Running\s+True\s+Unknown\s+.*cluster.open-cluster-management.io/unreachable:NoSelect`, r.Stdout), r)
@@ -97,7 +108,7 @@ func TestZForceRemoveUnreachableSpoke(t *testing.T) {
 
 	assert.NilError(t, spoke2.Stop(ctx(t)))
 	t.Cleanup(func() { assert.Check(t, spoke2.Start(ctx(t))) })
-	waitAvailable(t, "doomed", "False")
+	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
 
 	r = spoke(t, "list", "-o", "wide")
 	assert.Check(t, is.Regexp(`(?m)^doomed\s+Unhealthy\s+True\s+False\s+.*cluster.open-cluster-management.io/unavailable:NoSelect`, r.Stdout), r)
