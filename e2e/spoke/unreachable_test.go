@@ -94,7 +94,8 @@ func TestAgentStoppedSpoke(t *testing.T) {
 	assert.Check(t, managedCluster(t, "silent-1") == nil)
 }
 
-// Stops spoke-2's control plane, so it runs last and starts it again.
+// Stops spoke-2's control plane, so it runs last (this file sorts last) and
+// starts it again.
 func TestZForceRemoveUnreachableSpoke(t *testing.T) {
 	addAndJoin(t, "doomed", spoke2)
 
