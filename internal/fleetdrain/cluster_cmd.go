@@ -52,7 +52,10 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 
 			The report lists what stays: works no placement owns (made by hand;
 			they also block ` + "`kubectl spoke remove`" + `), and works whose placement
-			tolerates the taint. --dry-run lists what would move and what would stay.
+			tolerates the taint. A placement that tolerates it for
+			tolerationSeconds lets its works go when those run out (counted from
+			the taint's timeAdded): the report says when, and the wait includes
+			them. --dry-run lists what would move, when, and what would stay.
 			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
 			removes the drain taint again.`),
 		Example: templates.Examples(`
