@@ -192,8 +192,8 @@ func decided(t *testing.T, c *harness.Cluster, ns, placement, cluster string) bo
 func TestClusterDrainAndUncordon(t *testing.T) {
 	f := hubFleet(t)
 	c := f.hub.Cluster
-	joinSet(t, c, "spoke-a", "drain", ocm.Taint{Key: "example.com/maintenance-window", Value: "sunday", Effect: ocm.TaintEffectPreferNoSelect})
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), drainFleet))
+	joinSet(t, c, "spoke-a", "drain", ocm.Taint{Key: "example.com/maintenance-window", Value: "sunday", Effect: ocm.TaintEffectPreferNoSelect})
 	waitWorks(t, f, f.spokeA, "spoke-a", true, "web", "monitoring", "handmade")
 	before := taints(t, c, "spoke-a")
 	assert.Equal(t, len(before), 1)

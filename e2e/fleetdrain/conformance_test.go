@@ -47,7 +47,6 @@ const misconfigured = "empty-key-equal"
 func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 	f := hubFleet(t)
 	c := f.hub.Cluster
-	joinSet(t, c, "spoke-b", "conformance")
 	manifest := clusterSet("conformance", "conformance")
 	var works []string
 	for _, p := range conformance {
@@ -58,6 +57,7 @@ func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 	manifest += fmt.Sprintf("\n---\napiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata: {name: %s, namespace: conformance}\nspec: {tolerations: [{operator: Equal}]}\n", misconfigured)
 	manifest += replicaSet("conformance", misconfigured)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), manifest))
+	joinSet(t, c, "spoke-b", "conformance")
 	waitWorks(t, f, f.spokeB, "spoke-b", true, works...)
 	assert.Check(t, !workExists(t, c, "spoke-b", misconfigured))
 	p, err := c.Dynamic.Resource(ocm.PlacementResource).Namespace("conformance").Get(ctx(t, time.Minute), misconfigured, metav1.GetOptions{})

@@ -44,7 +44,7 @@ const (
 	// LeaseDurationSeconds is the lease the test bed gives every accepted
 	// cluster (upstream's default is 60): the hub marks a cluster whose agent
 	// stopped Available Unknown after 5 leases, so within seconds here.
-	LeaseDurationSeconds = 2
+	LeaseDurationSeconds = 3
 )
 
 var (
@@ -364,7 +364,7 @@ func (h *OCMHub) Accept(ctx context.Context, cluster string) (bool, error) {
 }
 
 // Join joins spoke to the hub as cluster: starts its agent, accepts it and
-// waits until the hub says it joined and is available.
+// waits until the hub says it joined and is available, and has no taint.
 func (h *OCMHub) Join(ctx context.Context, cluster string, spoke *Cluster) error {
 	data, err := os.ReadFile(spoke.Kubeconfig)
 	if err != nil {
@@ -381,7 +381,9 @@ func (h *OCMHub) Join(ctx context.Context, cluster string, spoke *Cluster) error
 		if err != nil {
 			return false, err
 		}
-		return conditionTrue(mc, "ManagedClusterJoined") && conditionTrue(mc, "ManagedClusterConditionAvailable"), nil
+		// The hub lifts its unreachable taint just after Available turns True.
+		taints, _, _ := unstructured.NestedSlice(mc.Object, "spec", "taints")
+		return conditionTrue(mc, "ManagedClusterJoined") && conditionTrue(mc, "ManagedClusterConditionAvailable") && len(taints) == 0, nil
 	})
 }
 
