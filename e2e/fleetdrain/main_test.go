@@ -3,17 +3,20 @@
 // Package fleetdrain tests `kubectl fleetdrain` end to end: node drains on a
 // tenant cluster whose nodes are kwok nodes (the real scheduler places the
 // pods, the real controller manager runs the workload and disruption
-// controllers), and cluster drains on a fleet hub with the placement stand-in.
+// controllers), and cluster drains on a hub running Open Cluster
+// Management's own hub components, with spokes joined by their real agents
+// (placements decided by the real placement controller, works removed by the
+// real ManifestWorkReplicaSet controller and work agents).
 package fleetdrain
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
 
 	"github.com/spokekit/spokekit/e2e/harness"
@@ -21,15 +24,13 @@ import (
 
 var env *harness.Env
 
+// TestMain starts nothing up front: the clusters start when a test first
+// needs them, so a run of only the node tests starts no hub.
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = harness.NewEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Close()
-	os.Exit(code)
+	os.Exit(harness.Main(m, func(_, _ context.Context, e *harness.Env) (func(), error) {
+		env = e
+		return nil, nil
+	}))
 }
 
 // lazyCluster starts a cluster the first time a test needs it, so a run of
@@ -56,10 +57,42 @@ func (l *lazyCluster) get(t testing.TB) *harness.Cluster {
 	return l.cluster
 }
 
+var tenant = &lazyCluster{name: "tenant"}
+
+// fleet is the hub with its OCM components and two joined spokes: spoke-a
+// for the drain walk-through, spoke-b for the conformance table.
+type fleet struct {
+	hub            *harness.OCMHub
+	spokeA, spokeB *harness.Cluster
+}
+
 var (
-	tenant = &lazyCluster{name: "tenant"}
-	hub    = &lazyCluster{name: "hub", setup: harness.InstallHubCRDs}
+	fleetOnce sync.Once
+	fleetBed  fleet
+	fleetErr  error
 )
+
+// hubFleet starts the fleet the first time a test needs it.
+func hubFleet(t testing.TB) fleet {
+	t.Helper()
+	fleetOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), harness.SetupTimeout)
+		defer cancel()
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() (err error) { fleetBed.hub, err = env.StartOCMHub(gctx, "hub"); return err })
+		g.Go(func() (err error) { fleetBed.spokeA, err = env.StartCluster(gctx, "spoke-a"); return err })
+		g.Go(func() (err error) { fleetBed.spokeB, err = env.StartCluster(gctx, "spoke-b"); return err })
+		if fleetErr = g.Wait(); fleetErr != nil {
+			return
+		}
+		g, gctx = errgroup.WithContext(ctx)
+		g.Go(func() error { return fleetBed.hub.Join(gctx, "spoke-a", fleetBed.spokeA) })
+		g.Go(func() error { return fleetBed.hub.Join(gctx, "spoke-b", fleetBed.spokeB) })
+		fleetErr = g.Wait()
+	})
+	assert.NilError(t, fleetErr)
+	return fleetBed
+}
 
 func ctx(t testing.TB, d time.Duration) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), d)
