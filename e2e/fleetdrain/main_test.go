@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 )
@@ -92,6 +93,57 @@ func hubFleet(t testing.TB) fleet {
 	})
 	assert.NilError(t, fleetErr)
 	return fleetBed
+}
+
+var (
+	extraMu     sync.Mutex
+	extraJoined = map[string]error{}
+)
+
+// drainBed joins clusters to the hub (their agents share spoke-a's API
+// server, so each costs one agent process, not a control plane), puts them
+// in their own cluster set bound to namespace set, and gives that namespace
+// a placement web with the given spec and an empty ManifestWorkReplicaSet
+// over it; it returns once every cluster carries the placement's work.
+func drainBed(t *testing.T, set, placementSpec string, clusters ...string) fleet {
+	t.Helper()
+	f := hubFleet(t)
+	extraMu.Lock()
+	for _, name := range clusters {
+		if _, done := extraJoined[name]; !done {
+			extraJoined[name] = f.hub.Join(ctx(t, harness.SetupTimeout), name, f.spokeA)
+		}
+		err := extraJoined[name]
+		if err != nil {
+			extraMu.Unlock()
+			assert.NilError(t, err)
+		}
+	}
+	extraMu.Unlock()
+	assert.NilError(t, f.hub.ApplyYAML(ctx(t, time.Minute), clusterSet(set, set)+`
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web, namespace: `+set+`}
+spec: `+placementSpec+`
+---
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: web, namespace: `+set+`}
+spec:
+  placementRefs: [{name: web}]
+  manifestWorkTemplate: {workload: {manifests: []}}
+`))
+	for _, name := range clusters {
+		joinSet(t, f.hub.Cluster, name, set)
+	}
+	for _, name := range clusters {
+		err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return workExists(t, f.hub.Cluster, name, "web"), nil
+		})
+		assert.NilError(t, err, "the placement's work on %s", name)
+	}
+	return f
 }
 
 func ctx(t testing.TB, d time.Duration) context.Context {
