@@ -46,8 +46,9 @@ func secretReference(t *testing.T, name string) string {
 
 func TestFaultAddSecretWriteFails(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
-	// The write of the secret hangs until the client gives up.
-	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/secrets/fault-secret-kubeconfig", Action: harness.Stall})
+	// The create of the secret (the only secret it writes) hangs until the
+	// client gives up.
+	viaFault := throughFault(t, &harness.Fault{Method: "POST", PathContains: "/namespaces/" + releaseNamespace + "/secrets", Action: harness.Stall})
 	args := []string{"add", "fault-secret", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply"}
 
 	r := viaFault(append(args, "--request-timeout", "5s")...)
@@ -68,12 +69,12 @@ func TestFaultAddSecretWriteFails(t *testing.T) {
 func TestFaultAddSpokeAnswerLost(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
 	// The API server creates the Spoke; the answer never reaches the command.
-	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/spokes/fault-spoke", Action: harness.LoseResponse})
+	viaFault := throughFault(t, &harness.Fault{Method: "POST", PathContains: "/namespaces/" + releaseNamespace + "/spokes", Action: harness.LoseResponse})
 	args := []string{"add", "fault-spoke", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply"}
 
 	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)
-	assert.Check(t, is.Contains(r.Stderr, "applying Spoke mural-system/fault-spoke"), r)
+	assert.Check(t, is.Contains(r.Stderr, "creating Spoke mural-system/fault-spoke"), r)
 	assert.Check(t, is.Contains(r.Stderr, "the secret and values entry are in place: run the same command again"), r)
 	assert.Check(t, secretExists(t, "fault-spoke"))
 	assert.Equal(t, entries(t, values, "fault-spoke"), 1)
@@ -82,7 +83,7 @@ func TestFaultAddSpokeAnswerLost(t *testing.T) {
 	r = spoke(t, args...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "entry already in fleetConfig.spokes"), r)
-	assert.Check(t, is.Contains(r.Stdout, "applied (already there)"), r)
+	assert.Check(t, is.Contains(r.Stdout, "already there"), r)
 	assert.Equal(t, readFile(t, values), edited, "no second entry")
 	assert.Equal(t, secretReference(t, "fault-spoke"), "fault-spoke-kubeconfig")
 }
