@@ -3,7 +3,6 @@
 package fleetdrain
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/e2e/standin/placement"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
@@ -73,59 +71,10 @@ func TestFaultNodeDrainCordonFails(t *testing.T) {
 	waitPods(t, c, "fault", "app=web", "6 web pods ready on the spare", func(r map[string]int) bool { return r["fault-spare"] == 6 })
 }
 
-// faultFleet is two spokes, each with a work of a placement that does not
-// tolerate the drain taint.
-const faultFleet = `
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata: {name: fault-a}
-spec: {hubAcceptsClient: true}
----
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata: {name: fault-b}
-spec: {hubAcceptsClient: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: fault-a}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: fault-b}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: fault-apps}
----
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: web, namespace: fault-apps}
-spec: {}
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: web
-  namespace: fault-a
-  labels: {work.open-cluster-management.io/placementname: web, work.open-cluster-management.io/manifestworkreplicaset: fault-apps.web}
-spec: {workload: {manifests: []}}
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: web
-  namespace: fault-b
-  labels: {work.open-cluster-management.io/placementname: web, work.open-cluster-management.io/manifestworkreplicaset: fault-apps.web}
-spec: {workload: {manifests: []}}
-`
-
 func TestFaultClusterDrainTaintFails(t *testing.T) {
-	c := hub.get(t)
-	standin, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	go func() { _ = placement.Run(standin, c.Dynamic) }()
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), faultFleet))
+	// Two spokes, each with a work of a placement that does not tolerate
+	// the drain taint.
+	c := drainBed(t, "fault", "{}", "fault-a", "fault-b").hub.Cluster
 	viaFault := throughFault(t, c, &harness.Fault{Method: "PATCH", PathContains: "/managedclusters/fault-b", Action: harness.Unavailable})
 	args := []string{"fleetdrain", "cluster", "fault-a", "fault-b", "--timeout", "1m"}
 

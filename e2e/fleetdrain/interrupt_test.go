@@ -106,41 +106,12 @@ func TestInterruptedDrain(t *testing.T) {
 	})
 }
 
-// spokeT is a spoke with a work its placement would move; no placement
-// stand-in runs in this test, so the work never leaves and the drain waits.
-const spokeT = `
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata: {name: spoke-t}
-spec: {hubAcceptsClient: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: spoke-t}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: apps-t}
----
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: web, namespace: apps-t}
-spec: {}
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: web
-  namespace: spoke-t
-  labels: {work.open-cluster-management.io/placementname: web, work.open-cluster-management.io/manifestworkreplicaset: apps-t.web}
-spec: {workload: {manifests: []}}
-`
-
 // SIGTERM while `fleetdrain cluster` waits: exit 130, and it says what it
 // changed (the taint) and how to go on or give it back.
 func TestClusterDrainStopsOnSIGTERM(t *testing.T) {
-	c := hub.get(t)
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), spokeT))
+	// The placement tolerates the drain taint for ten minutes: its work
+	// moves then, so the drain is still waiting when the signal comes.
+	c := drainBed(t, "term", "{tolerations: [{key: fleetdrain.spokekit.io/drained, operator: Exists, tolerationSeconds: 600}]}", "spoke-t").hub.Cluster
 	s := start(t, c, "fleetdrain", "cluster", "spoke-t", "--timeout", "10m")
 	r := interrupt(t, s, "1 of 1 placement works left", syscall.SIGTERM)
 	assert.Equal(t, r.ExitCode, 130, r)

@@ -3,7 +3,6 @@
 package fleetdrain
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/e2e/standin/placement"
 )
 
 // operator binds a ClusterRole of plugins/kubectl-fleetdrain/rbac.yaml to
@@ -77,17 +75,13 @@ func TestLeastPrivilegeNode(t *testing.T) {
 // bound to only spokekit-fleetdrain-cluster; without patch on ManagedClusters
 // the drain refuses before it taints anything.
 func TestLeastPrivilegeCluster(t *testing.T) {
-	c := hub.get(t)
-	standin, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	go func() { _ = placement.Run(standin, c.Dynamic) }()
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), faultFleet))
+	c := drainBed(t, "least", "{}", "least-a").hub.Cluster
 	as, roles := operator(t, c, "spokekit-fleetdrain-cluster", "patch", "managedclusters.cluster.open-cluster-management.io")
 
 	for _, args := range [][]string{
-		{"fleetdrain", "cluster", "fault-a", "--dry-run=server"},
-		{"fleetdrain", "cluster", "fault-a", "--timeout", "1m"},
-		{"fleetdrain", "uncordon", "cluster", "fault-a"},
+		{"fleetdrain", "cluster", "least-a", "--dry-run=server"},
+		{"fleetdrain", "cluster", "least-a", "--timeout", "1m"},
+		{"fleetdrain", "uncordon", "cluster", "least-a"},
 	} {
 		r := runAs(t, as, args...)
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
@@ -97,9 +91,9 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 	assert.NilError(t, err)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "managedclusters.cluster.open-cluster-management.io"))
-	before := taints(t, c, "fault-a")
-	r := runAs(t, as, "fleetdrain", "cluster", "fault-a", "--timeout", "1m")
+	before := taints(t, c, "least-a")
+	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
 	assert.Equal(t, r.ExitCode, 3, r)
-	assert.Check(t, is.Contains(r.Stderr, "may not patch managedclusters.cluster.open-cluster-management.io fault-a; nothing was changed"), r)
-	assert.DeepEqual(t, taints(t, c, "fault-a"), before)
+	assert.Check(t, is.Contains(r.Stderr, "may not patch managedclusters.cluster.open-cluster-management.io least-a; nothing was changed"), r)
+	assert.DeepEqual(t, taints(t, c, "least-a"), before)
 }

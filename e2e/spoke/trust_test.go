@@ -70,9 +70,10 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 	t.Cleanup(func() {
 		_ = secrets.Delete(context.Background(), "orphan-kubeconfig", metav1.DeleteOptions{})
 	})
-	// The stand-in, in the test process, reaches the spoke through the exec
-	// plugin (without the marker), so the spoke stays available and
-	// force-remove has to ask the cluster.
+	// The klusterlet agent's lease keeps the ManagedCluster Available (it
+	// does not use this secret), and the stand-in, in the test process,
+	// reaches the spoke through the exec plugin (without the marker): the
+	// spoke stays available and force-remove has to ask the cluster.
 	waitAvailable(t, "untrusted")
 	spokeVersion := spokeObject(t, "untrusted").GetResourceVersion()
 

@@ -53,7 +53,10 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 
 			The report lists what stays: works no placement owns (made by hand;
 			they also block ` + "`kubectl spoke remove`" + `), and works whose placement
-			tolerates the taint. --dry-run lists what would move and what would stay.
+			tolerates the taint. A placement that tolerates it for
+			tolerationSeconds lets its works go when those run out (counted from
+			the taint's timeAdded): the report says when, and the wait includes
+			them. --dry-run lists what would move, when, and what would stay.
 			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
 			removes the drain taint again.`),
 		Example: templates.Examples(`
@@ -105,7 +108,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			return err
 		}
 		clusters[name] = mc
-		plan, err := o.plan(ctx, name)
+		plan, err := o.plan(ctx, mc)
 		if err != nil {
 			return err
 		}
@@ -173,7 +176,8 @@ func taintError(err error, tainted, not []string) error {
 		err, done, strings.Join(not, ", "))
 }
 
-func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterReport, error) {
+func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
+	cluster := mc.Name
 	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
@@ -190,7 +194,7 @@ func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterRepor
 		}
 		placements = append(placements, p)
 	}
-	return PlanCluster(cluster, workMetadata(works.Items), placements, time.Now()), nil
+	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }
 
 func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetadata {

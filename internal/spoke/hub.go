@@ -254,3 +254,12 @@ func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.
 	}
 	return nil
 }
+
+// Placements lists the Placements of every namespace.
+func (h *Hub) Placements(ctx context.Context) ([]ocm.Placement, error) {
+	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing Placements: %w", err)
+	}
+	return out, nil
+}

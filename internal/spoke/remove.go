@@ -3,7 +3,7 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -60,9 +61,12 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			Remove a spoke from the fleet: the hub unjoins the cluster, removes the
 			klusterlet from it and deletes the ManagedCluster and its namespace.
 
-			Refused (exit 3, nothing changed) while ManifestWorks that no
-			placement or add-on owns are in the cluster's namespace: the hub would
-			wait for them forever. They are listed with the command to delete them.
+			Refused (exit 3, nothing changed) while ManifestWorks in the cluster's
+			namespace would keep the hub waiting forever: works no placement or
+			add-on owns (listed with the command to delete them), and placement
+			works unless cleanupConfig.forceClusterDrain is on (run kubectl
+			fleetdrain cluster first) or whose placements tolerate the
+			workload-cleanup taint the hub then adds.
 
 			With --values or --helmrelease the spoke's entry leaves the file too;
 			without, a Helm-rendered spoke gets a warning: the next helm upgrade
@@ -138,13 +142,8 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		if err := refuseComputePool(s); err != nil {
 			return err
 		}
-		works, err := hub.ManifestWorks(ctx, o.Name)
-		if err != nil {
+		if err := refuseBlockedRemoval(ctx, hub, s); err != nil {
 			return err
-		}
-		if blocking := BlockingWorks(works); len(blocking) > 0 {
-			return cli.Refusedf("spoke %s still has ManifestWorks that no placement or add-on owns, and the hub will not unjoin it while they exist: %s; nothing was changed: move or delete them (kubectl delete manifestwork -n %s %s), then run this again",
-				o.Name, strings.Join(blocking, ", "), o.Name, strings.Join(blocking, " "))
 		}
 	}
 	edit, err := planValuesRemoval(o.ValuesFile, o.ReleaseFile, o.Name)
@@ -253,4 +252,28 @@ func (v *valuesRemoval) apply(dryRun cli.DryRun) (Step, error) {
 		return Step{}, err
 	}
 	return Step{what, "entry removed"}, nil
+}
+
+// refuseBlockedRemoval refuses, before anything changes, a removal the hub
+// would wait on forever (FindRemovalBlockers).
+func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error {
+	works, err := hub.ManifestWorks(ctx, s.Name)
+	if err != nil {
+		return err
+	}
+	var placements []ocm.Placement
+	var taints []ocm.Taint
+	if s.Spec.CleanupConfig.ForceClusterDrain && slices.ContainsFunc(works, func(w ocm.ManifestWork) bool { return w.IsPlacementWork() }) {
+		if placements, err = hub.Placements(ctx); err != nil {
+			return cli.Refusedf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
+		}
+		mc, err := hub.ManagedCluster(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		if mc != nil {
+			taints = mc.Spec.Taints
+		}
+	}
+	return FindRemovalBlockers(s, works, placements, taints, time.Now()).Refusal(s.Name)
 }
