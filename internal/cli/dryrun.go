@@ -38,3 +38,16 @@ func DryRunOption(s DryRun) []string {
 	}
 	return nil
 }
+
+// DryRunName is the dryRun field of every report printed with -o: "client"
+// or "server", and "" (left out) when the command wrote for real. One type
+// and one spelling in all three plugins, so a script reads them the same way.
+func DryRunName(s DryRun) string {
+	switch s {
+	case DryRunClient:
+		return "client"
+	case DryRunServer:
+		return "server"
+	}
+	return ""
+}

@@ -29,3 +29,9 @@ func TestDryRunRejectsUnknownValue(t *testing.T) {
 	assert.Equal(t, ExitCode(err), ExitUsage)
 	assert.ErrorContains(t, err, "maybe")
 }
+
+func TestDryRunNameIsTheFlagValueAndEmptyForARealRun(t *testing.T) {
+	assert.Equal(t, DryRunName(DryRunNone), "")
+	assert.Equal(t, DryRunName(DryRunClient), "client")
+	assert.Equal(t, DryRunName(DryRunServer), "server")
+}

@@ -100,7 +100,7 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 // Run plans every cluster (refusing unknown ones before any change), taints
 // them, and waits for the moving works to be gone.
 func (o *ClusterOptions) Run(ctx context.Context) error {
-	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: dryRunName(o.DryRun)}
+	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
 	clusters := map[string]*ocm.ManagedCluster{}
 	for _, name := range o.Clusters {
 		mc, err := getManagedCluster(ctx, o.dynamic, name)
@@ -371,7 +371,7 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, false)); err != nil {
 		return err
 	}
-	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: dryRunName(o.DryRun)}
+	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
 	for _, name := range o.Clusters {
 		e := UncordonEntry{ReportMeta: api.NewReportMeta("ManagedCluster", name)}
 		if o.DryRun == cli.DryRunClient {

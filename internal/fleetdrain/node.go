@@ -198,7 +198,7 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 	if err := o.newDrainer(ctx, len(nodes)); err != nil {
 		return err
 	}
-	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: dryRunName(o.DryRun)}
+	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
 	for _, n := range nodes {
 		found, err := o.drainer.Find(ctx, n)
 		if err != nil {

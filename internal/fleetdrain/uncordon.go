@@ -49,10 +49,6 @@ func readWriteFlags(cmd *cobra.Command, out *cli.Output) (cli.DryRun, error) {
 	return dryRun, out.Validate()
 }
 
-func dryRunName(s cli.DryRun) string {
-	return map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[s]
-}
-
 func newCmdUncordon(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "uncordon",
@@ -119,7 +115,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
 		return err
 	}
-	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: dryRunName(o.DryRun)}
+	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
 	var nodes []*corev1.Node
 	var others []string
 	for _, name := range o.Nodes {

@@ -230,7 +230,7 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun != cli.DryRunNone {
-		plan.DryRun = dryRunName(o.DryRun)
+		plan.DryRun = cli.DryRunName(o.DryRun)
 	}
 	switch {
 	case len(plan.Changes) == 0:
@@ -319,13 +319,6 @@ func recordSince(r *ParkRecord) string {
 		return "no park (parked by hand, nothing recorded)"
 	}
 	return fmt.Sprintf("%s by %s", r.ParkedAt.UTC().Format(time.RFC3339), r.ParkedBy)
-}
-
-func dryRunName(s cli.DryRun) string {
-	if s == cli.DryRunServer {
-		return "server"
-	}
-	return "client"
 }
 
 func orDash(s string) string {

@@ -260,7 +260,7 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun != cli.DryRunNone {
-		plan.DryRun = dryRunName(o.DryRun)
+		plan.DryRun = cli.DryRunName(o.DryRun)
 	}
 	switch {
 	case len(plan.Patch) == 0:

@@ -205,9 +205,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		return err
 	}
 	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.credential}
-	if o.DryRun != cli.DryRunNone {
-		report.DryRun = map[cli.DryRun]string{cli.DryRunClient: "client", cli.DryRunServer: "server"}[o.DryRun]
-	}
+	report.DryRun = cli.DryRunName(o.DryRun)
 	p := cli.NewProgress(o.ErrOut)
 	if err := o.write(ctx, plan, report, p); err != nil {
 		return err

@@ -99,7 +99,7 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeForceRemove", hub.Namespace, o.Name), DryRun: o.DryRun != cli.DryRunNone}
+	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeForceRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
 	s, err := hub.Spoke(ctx, o.Name)
 	if err != nil {
 		return err

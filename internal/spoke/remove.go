@@ -35,7 +35,7 @@ type RemoveOptions struct {
 // RemoveReport is what remove and force-remove print.
 type RemoveReport struct {
 	api.ReportMeta `json:",inline"`
-	DryRun         bool     `json:"dryRun,omitempty"`
+	DryRun         string   `json:"dryRun,omitempty"`
 	Steps          []Step   `json:"steps"`
 	Warnings       []string `json:"warnings,omitempty"`
 	// Leftovers are what may remain on the spoke cluster, with the commands
@@ -133,7 +133,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeRemove", hub.Namespace, o.Name), DryRun: o.DryRun != cli.DryRunNone}
+	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
 	s, err := hub.Spoke(ctx, o.Name)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		return err
 	}
 	verb := func(s string) string {
-		if r.DryRun {
+		if o.DryRun != cli.DryRunNone {
 			return "would be " + s
 		}
 		return s

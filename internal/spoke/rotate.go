@@ -36,7 +36,7 @@ type RotateOptions struct {
 // RotateReport is what rotate-kubeconfig prints.
 type RotateReport struct {
 	api.ReportMeta `json:",inline"`
-	DryRun         bool   `json:"dryRun,omitempty"`
+	DryRun         string `json:"dryRun,omitempty"`
 	Secret         string `json:"secret"`
 	SecretUID      string `json:"secretUID,omitempty"`
 	SameClusterBy  string `json:"sameClusterBy"`
@@ -181,7 +181,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	}
 	r := &RotateReport{
 		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
-		DryRun:     o.DryRun != cli.DryRunNone, Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
+		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
 		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
 	needs := []cli.Access{access("update", secretResource, hub.Namespace)}

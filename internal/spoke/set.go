@@ -128,7 +128,7 @@ type SetOptions struct {
 // SetReport is what set prints.
 type SetReport struct {
 	api.ReportMeta `json:",inline"`
-	DryRun         bool        `json:"dryRun,omitempty"`
+	DryRun         string      `json:"dryRun,omitempty"`
 	Changes        []SetChange `json:"changes"`
 	Warnings       []string    `json:"warnings,omitempty"`
 }
@@ -229,7 +229,7 @@ func (o *SetOptions) Run(ctx context.Context) error {
 	if err := refuseComputePool(u); err != nil {
 		return err
 	}
-	r := &SetReport{ReportMeta: api.NewNamespacedReportMeta("SpokeSet", hub.Namespace, o.Name), DryRun: o.DryRun != cli.DryRunNone}
+	r := &SetReport{ReportMeta: api.NewNamespacedReportMeta("SpokeSet", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
 	for _, a := range o.Assignments {
 		from, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, a.Path...)...)
 		r.Changes = append(r.Changes, SetChange{Field: a.Field(), From: from, To: a.Value})
