@@ -19,3 +19,7 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 		[]string{"uncordon", "cluster", "a.b"},
 	)
 }
+
+func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
+	clitest.AssertEveryOutputOffers(t, NewCmdFleetdrain)
+}

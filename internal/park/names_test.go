@@ -20,3 +20,7 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 		[]string{"status", "app", "-n", "a.b"},
 	)
 }
+
+func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
+	clitest.AssertEveryOutputOffers(t, NewCmdPark)
+}

@@ -36,7 +36,7 @@ type ForceRemoveOptions struct {
 
 // NewCmdForceRemove builds `kubectl spoke force-remove`.
 func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ForceRemoveOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	o := &ForceRemoveOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "force-remove NAME",
 		Short: "Remove a spoke that cannot be reached any more, without its cooperation",

@@ -25,3 +25,7 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 		[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "k", "--secret", "../other"},
 	)
 }
+
+func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
+	clitest.AssertEveryOutputOffers(t, NewCmdSpoke)
+}

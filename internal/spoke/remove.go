@@ -53,7 +53,7 @@ func (r *RemoveReport) table() cli.Table {
 
 // NewCmdRemove builds `kubectl spoke remove`.
 func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RemoveOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	o := &RemoveOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Unregister a spoke the graceful way, after checking nothing blocks it",

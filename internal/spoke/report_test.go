@@ -1,11 +1,14 @@
 package spoke
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -27,4 +30,23 @@ func TestReportsSpellDryRunAsTheStrategyName(t *testing.T) {
 		assert.NilError(t, json.Unmarshal(data, &got))
 		assert.Equal(t, got.DryRun, "server", name)
 	}
+}
+
+// -o name and -o jsonpath read a report the way they read a cluster object.
+func TestReportsPrintAsName(t *testing.T) {
+	meta := api.NewNamespacedReportMeta("SpokeRemove", "mural-system", "spoke-2")
+	for _, format := range []string{"name", "jsonpath={.metadata.name}", "custom-columns=NAME:.metadata.name", "wide"} {
+		o := cli.NewOutput()
+		*o.PrintFlags.OutputFormat = format
+		assert.NilError(t, o.Validate(), format)
+		r := &RemoveReport{ReportMeta: meta, Steps: []Step{{"spoke mural-system/spoke-2", "deleted"}}}
+		var buf bytes.Buffer
+		assert.NilError(t, o.Print(&buf, r, r.table), format)
+		assert.Check(t, strings.Contains(buf.String(), "spoke-2"), "%s: %s", format, buf.String())
+	}
+	o := cli.NewOutput()
+	*o.PrintFlags.OutputFormat = "name"
+	var buf bytes.Buffer
+	assert.NilError(t, o.Print(&buf, &RemoveReport{ReportMeta: meta}, nil))
+	assert.Equal(t, buf.String(), "spokeremove.spokekit.io/spoke-2\n")
 }

@@ -56,7 +56,7 @@ func (r *RotateReport) table() cli.Table {
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",

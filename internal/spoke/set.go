@@ -142,7 +142,7 @@ type SetChange struct {
 
 // NewCmdSet builds `kubectl spoke set`.
 func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SetOptions{Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	o := &SetOptions{Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "set NAME FIELD=VALUE...",
 		Short: "Change the fields of a spoke that may change in place",

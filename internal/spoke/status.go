@@ -171,7 +171,7 @@ type StatusOptions struct {
 
 // NewCmdStatus builds `kubectl spoke status`.
 func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Output: cli.NewOutput("json", "yaml"), f: f, IOStreams: streams}
+	o := &StatusOptions{Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Explain one spoke: conditions, availability, blockers, owners, credential expiry",

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -90,4 +91,30 @@ func AssertExitBeforeAnyRequest(t *testing.T, newRoot func(genericiooptions.IOSt
 		assert.Check(t, is.Equal(out.String(), ""), "%q", args)
 		assert.Check(t, is.Len(srv.Requests(), 0), "%q sent requests", args)
 	}
+}
+
+// ReportFormats are the -o values every command that prints objects or a
+// report takes, as kubectl's get does.
+var ReportFormats = []string{"json", "yaml", "name", "wide", "jsonpath=", "custom-columns="}
+
+// AssertEveryOutputOffers checks that each command of the tree with an -o
+// flag (version aside: it prints no object) offers every one of
+// ReportFormats in its help.
+func AssertEveryOutputOffers(t *testing.T, newRoot func(genericiooptions.IOStreams) *cobra.Command) {
+	t.Helper()
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		f := c.LocalFlags().Lookup("output")
+		if f == nil || c.Name() == "version" {
+			return
+		}
+		for _, format := range ReportFormats {
+			assert.Check(t, is.Contains(f.Usage, strings.TrimSuffix(format, "=")), "%s -o", c.CommandPath())
+		}
+	}
+	walk(newRoot(streams))
 }
