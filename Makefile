@@ -69,7 +69,12 @@ e2e: build e2e-tools ## End-to-end tests: the built plugins through kubectl agai
 generate: e2e-tools ## Regenerate the Spoke and Hub CRDs from internal/api
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=internal/api/crds
 
-lint: ## gofmt and go vet (including the e2e build tag)
+verify-generate: e2e-tools ## Fail when the CRDs in internal/api/crds are not what internal/api generates
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=$$tmp && \
+	diff -ru internal/api/crds $$tmp || { echo "internal/api/crds is behind internal/api: run make generate"; exit 1; }
+
+lint: verify-generate ## gofmt, go vet (including the e2e build tag) and generated CRDs up to date
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./e2e/...
