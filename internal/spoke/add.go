@@ -34,8 +34,10 @@ type AddOptions struct {
 	Overwrite      bool
 	Timeout        time.Duration
 	MinLifetime    time.Duration
-	DryRun         cli.DryRun
-	Output         *cli.Output
+	// Cleanup is the new spoke's cleanupConfig, written in full.
+	Cleanup fleetconfig.CleanupConfig
+	DryRun  cli.DryRun
+	Output  *cli.Output
 
 	f   *cli.Factory
 	hub *Hub
@@ -70,7 +72,7 @@ func stepsTable(steps []Step) cli.Table {
 
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
@@ -88,8 +90,14 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			Then it stores the kubeconfig, minified to its one context, in the
 			secret NAME-kubeconfig of the release namespace; appends NAME to
 			fleetConfig.spokes in --values (or spec.values.fleetConfig.spokes in
-			--helmrelease), copying the shared settings of an existing entry and
-			keeping every comment and byte of the rest of the file; with --apply
+			--helmrelease), copying ociRegistry and the klusterlet's settings of an
+			existing entry (never its kubeconfig, its purge of the kubeconfig
+			secret or how it reaches its own cluster) and keeping every comment
+			and byte of the rest of the file. The entry's cleanupConfig is
+			written in full, with the chart's documented defaults
+			(purgeKlusterletOperator and forceClusterDrain on, the two others
+			off) unless the --purge-* and --force-cluster-drain flags say
+			otherwise. With --apply
 			it creates the Spoke as the chart would, so the join starts now; with
 			--wait it follows the join until the cluster is available.
 
@@ -119,13 +127,17 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "Kubeconfig file of the cluster to register (its current context is used).")
 	fl.StringVar(&o.ValuesFile, "values", "", "Helm values file whose fleetConfig.spokes gets the new entry.")
 	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest whose spec.values.fleetConfig.spokes gets the new entry.")
-	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy the shared settings (ociRegistry, ...) from; default the first.")
+	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry and the klusterlet's settings from; default the first.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
 	fl.BoolVar(&o.Apply, "apply", false, "Also create the Spoke on the hub now, as the chart would render it.")
 	fl.BoolVar(&o.Wait, "wait", false, "With --apply: wait until the spoke has joined and is available.")
 	fl.BoolVar(&o.Overwrite, "overwrite", false, "Replace an existing NAME-kubeconfig secret that reaches a different cluster.")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0: no limit).")
 	fl.DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
+	fl.BoolVar(&o.Cleanup.PurgeKlusterletOperator, "purge-klusterlet-operator", o.Cleanup.PurgeKlusterletOperator, "cleanupConfig: on removal, remove the Klusterlet operator and the OCM namespaces from the spoke.")
+	fl.BoolVar(&o.Cleanup.PurgeKubeconfigSecret, "purge-kubeconfig-secret", o.Cleanup.PurgeKubeconfigSecret, "cleanupConfig: delete NAME-kubeconfig once the agent manages the spoke (rotate-kubeconfig then has nothing to rotate).")
+	fl.BoolVar(&o.Cleanup.PurgeAgentNamespace, "purge-agent-namespace", o.Cleanup.PurgeAgentNamespace, "cleanupConfig: on removal, remove the agent namespace from the spoke.")
+	fl.BoolVar(&o.Cleanup.ForceClusterDrain, "force-cluster-drain", o.Cleanup.ForceClusterDrain, "cleanupConfig: on removal, move placement-managed workloads off the spoke first.")
 	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
 	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
 	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
@@ -286,7 +298,7 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 		if plan.file, err = values.Read(file, kind); err != nil {
 			return nil, cli.Refusedf("%w; nothing was changed", err)
 		}
-		edited, changed, err := values.Add(plan.file.Data, kind, values.Entry{Name: o.Name, SecretName: secretName(o.Name), CopyFrom: o.CopyFrom})
+		edited, changed, err := values.Add(plan.file.Data, kind, values.Entry{Name: o.Name, SecretName: secretName(o.Name), CopyFrom: o.CopyFrom, Cleanup: o.Cleanup})
 		if err != nil {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", file, err)
 		}
@@ -299,7 +311,7 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", file, err)
 		}
 	}
-	if plan.spoke, err = RenderSpoke(o.Name, plan.hub, secretName(o.Name), entry); err != nil {
+	if plan.spoke, err = RenderSpoke(o.Name, plan.hub, secretName(o.Name), entry, o.Cleanup); err != nil {
 		return nil, cli.Refusedf("%w; nothing was changed", err)
 	}
 	return plan, nil

@@ -14,9 +14,9 @@ import (
 var renderedKeys = []string{"createNamespace", "syncLabels", "kubeconfig", "klusterlet", "addOns", "cleanupConfig", "timeout", "logVerbosity", "proxyCa", "proxyUrl", "clusterARN"}
 
 // RenderSpoke is the Spoke the chart renders for a spokes entry (entry may
-// be nil: no values file), in the release namespace of hub, with its
-// kubeconfig in secret.
-func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[string]any) (*fleetconfig.Spoke, error) {
+// be nil: no values file, and cleanup is its cleanupConfig), in the release
+// namespace of hub, with its kubeconfig in secret.
+func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[string]any, cleanup fleetconfig.CleanupConfig) (*fleetconfig.Spoke, error) {
 	s := &fleetconfig.Spoke{
 		TypeMeta:   metav1.TypeMeta{APIVersion: fleetconfig.GroupVersion.String(), Kind: "Spoke"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hub.Namespace},
@@ -47,7 +47,9 @@ func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[str
 		s.Spec.Klusterlet.Values = nil
 	}
 	s.Spec.Klusterlet.ManagedClusterKubeconfig = fleetconfig.Kubeconfig{}
-	if entry != nil {
+	if entry == nil {
+		s.Spec.CleanupConfig = cleanup
+	} else {
 		helmOwnership(s, hub)
 	}
 	return s, nil

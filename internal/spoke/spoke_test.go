@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 		"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "forceClusterDrain": true},
 		"klusterlet":    map[string]any{"mode": "Default", "forceInternalEndpointLookup": true, "values": map[string]any{}},
 	}
-	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry)
+	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, fleetconfig.CleanupConfig{})
 	assert.NilError(t, err)
 	assert.Equal(t, s.Spec.HubRef, fleetconfig.HubRef{Name: "hub", Namespace: "mural-system"})
 	assert.Equal(t, s.Spec.Kubeconfig.SecretReference.Name, "spoke-2-kubeconfig")
@@ -151,9 +152,21 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 	assert.Check(t, s.Spec.Klusterlet.Values == nil)
 	assert.Equal(t, HelmRelease(s), "mural")
 
-	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil)
+	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, fleetconfig.CleanupConfig{})
 	assert.NilError(t, err)
 	assert.Equal(t, HelmRelease(s), "", "not in any values: not Helm's")
+}
+
+// Without a values entry the Spoke takes the cleanupConfig add was given,
+// and sends all four values: a false left out would become the CRD's default
+// (true for purgeKlusterletOperator).
+func TestRenderSpokeWithoutValuesSendsTheGivenCleanupInFull(t *testing.T) {
+	hub := &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system"}}
+	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, fleetconfig.CleanupConfig{ForceClusterDrain: true})
+	assert.NilError(t, err)
+	data, err := json.Marshal(s.Spec.CleanupConfig)
+	assert.NilError(t, err)
+	assert.Equal(t, string(data), `{"purgeAgentNamespace":false,"purgeKlusterletOperator":false,"purgeKubeconfigSecret":false,"forceClusterDrain":true}`)
 }
 
 func TestComputePoolOwnership(t *testing.T) {

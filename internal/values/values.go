@@ -21,6 +21,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
 // Kind is the kind of file that holds the spokes list.
@@ -49,14 +51,23 @@ func (k Kind) ListPath() string { return strings.Join(k.path(), ".") }
 type Entry struct {
 	Name       string
 	SecretName string
-	// CopyFrom names the entry whose shared settings (ociRegistry, hubRef,
-	// cleanupConfig, klusterlet, ...) the new one takes; "" is the first.
+	// CopyFrom names the entry whose shared settings (ociRegistry and the
+	// klusterlet's) the new one takes; "" is the first.
 	CopyFrom string
+	// Cleanup is written in full: all four values, false included.
+	Cleanup fleetconfig.CleanupConfig
 }
 
-// perSpokeKeys are not copied from another entry: they describe that
-// other cluster.
-var perSpokeKeys = []string{"name", "kubeconfig", "clusterARN", "proxyCa", "proxyUrl"}
+// copiedKeys are the keys of an existing entry a new one takes, as the
+// product's add procedure says: the workload registry and the klusterlet's
+// settings. Everything else describes that other cluster (the first entry
+// is usually the hub itself, with in-cluster credentials and a purged
+// kubeconfig secret).
+var copiedKeys = []string{"klusterlet", "ociRegistry"}
+
+// perClusterKlusterletKeys are how the klusterlet of the copied entry reaches
+// its own cluster; a remote spoke has its own.
+var perClusterKlusterletKeys = []string{"managedClusterKubeconfig", "forceInternalEndpointLookupManaged"}
 
 // list is the spokes list found in a document.
 type list struct {
@@ -385,28 +396,48 @@ func newEntry(base *yaml.Node, e Entry) (*yaml.Node, error) {
 	ref := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{str("name"), str(e.SecretName), str("kubeconfigKey"), str("kubeconfig")}}
 	kc.Content = []*yaml.Node{str("context"), str(""), str("inCluster"), boolean(false), str("secretReference"), ref}
 	set("kubeconfig", kc)
+	copied := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(base.Content); i += 2 {
 		key := base.Content[i].Value
-		if slices.Contains(perSpokeKeys, key) {
+		if !slices.Contains(copiedKeys, key) {
 			continue
 		}
 		v, err := plain(base.Content[i+1], &budget)
 		if err != nil {
 			return nil, err
 		}
-		if key == "klusterlet" && v.Kind == yaml.MappingNode {
-			// A remote cluster is reached through its external endpoint.
-			setKey(v, "forceInternalEndpointLookup", boolean(false))
-		}
-		set(key, v)
+		copied[key] = v
 	}
-	if scalarAt(m, "klusterlet") == "" && !hasKey(m, "klusterlet") {
-		k := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	k := copied["klusterlet"]
+	if k == nil || k.Kind != yaml.MappingNode {
+		k = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		setKey(k, "mode", str("Default"))
-		setKey(k, "forceInternalEndpointLookup", boolean(false))
-		set("klusterlet", k)
+	}
+	dropKeys(k, perClusterKlusterletKeys)
+	// A remote cluster is reached through its external endpoint.
+	setKey(k, "forceInternalEndpointLookup", boolean(false))
+	set("klusterlet", k)
+	c := e.Cleanup
+	set("cleanupConfig", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		str("purgeKlusterletOperator"), boolean(c.PurgeKlusterletOperator),
+		str("purgeKubeconfigSecret"), boolean(c.PurgeKubeconfigSecret),
+		str("purgeAgentNamespace"), boolean(c.PurgeAgentNamespace),
+		str("forceClusterDrain"), boolean(c.ForceClusterDrain),
+	}})
+	if v := copied["ociRegistry"]; v != nil {
+		set("ociRegistry", v)
 	}
 	return m, nil
+}
+
+func dropKeys(m *yaml.Node, keys []string) {
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !slices.Contains(keys, m.Content[i].Value) {
+			kept = append(kept, m.Content[i], m.Content[i+1])
+		}
+	}
+	m.Content = kept
 }
 
 func hasKey(m *yaml.Node, key string) bool {

@@ -12,6 +12,8 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
 func read(t *testing.T, name string) []byte {
@@ -23,13 +25,13 @@ func read(t *testing.T, name string) []byte {
 
 func TestAddToValuesFile(t *testing.T) {
 	src := read(t, "values.yaml")
-	out, changed, err := Add(src, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig"})
+	out, changed, err := Add(src, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
 	assert.NilError(t, err)
 	assert.Check(t, changed)
 	golden.Assert(t, string(out), "values-add.golden")
 	assertOnlyInserted(t, src, out)
 
-	again, changed, err := Add(out, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig"})
+	again, changed, err := Add(out, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
 	assert.NilError(t, err)
 	assert.Check(t, !changed, "adding twice is a no-op")
 	assert.Equal(t, string(again), string(out))
@@ -40,7 +42,7 @@ func TestAddToValuesFile(t *testing.T) {
 }
 
 func TestAddCopiesFromNamedEntry(t *testing.T) {
-	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "spoke-1"})
+	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults})
 	assert.NilError(t, err)
 	golden.Assert(t, string(out), "values-add-copy-from.golden")
 
@@ -50,7 +52,7 @@ func TestAddCopiesFromNamedEntry(t *testing.T) {
 
 func TestAddToHelmRelease(t *testing.T) {
 	src := read(t, "helmrelease.yaml")
-	out, changed, err := Add(src, HelmRelease, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", CopyFrom: "spoke-1"})
+	out, changed, err := Add(src, HelmRelease, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults})
 	assert.NilError(t, err)
 	assert.Check(t, changed)
 	golden.Assert(t, string(out), "helmrelease-add.golden")
@@ -246,4 +248,53 @@ func assertEntries(t *testing.T, orig, edited []byte, kind Kind, want []string, 
 	if !reflect.DeepEqual(docs[0], docs[1]) {
 		t.Fatalf("the edit changed more than entry %s:\n%v\n%v", name, docs[0], docs[1])
 	}
+}
+
+// The chart's first entry is the hub managing itself: its purge of its
+// kubeconfig secret and its own ways of reaching the cluster must not reach
+// a remote spoke; the new entry takes ociRegistry and the klusterlet's
+// settings, and the four cleanupConfig values it is given.
+func TestAddNeverCopiesTheHubAsSpokesOwnSettings(t *testing.T) {
+	src := `fleetConfig:
+  spokes:
+    - name: hub-as-spoke
+      hubRef: {name: hub, namespace: ""}
+      kubeconfig:
+        inCluster: true
+      klusterlet:
+        mode: Default
+        forceInternalEndpointLookup: true
+        forceInternalEndpointLookupManaged: true
+        managedClusterKubeconfig: {inCluster: true}
+        annotations: {team: platform}
+      cleanupConfig: {purgeKlusterletOperator: true, purgeKubeconfigSecret: true}
+      addOns: [{configName: hub-only}]
+      ociRegistry: {endpoint: "oci://registry.example.com/mural"}
+`
+	out, changed, err := Add([]byte(src), HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
+	assert.NilError(t, err)
+	assert.Check(t, changed)
+	got, err := EntryValues(out, HelmValues, "spoke-2")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got, map[string]any{
+		"name": "spoke-2",
+		"kubeconfig": map[string]any{"context": "", "inCluster": false,
+			"secretReference": map[string]any{"name": "spoke-2-kubeconfig", "kubeconfigKey": "kubeconfig"}},
+		"klusterlet": map[string]any{"mode": "Default", "forceInternalEndpointLookup": false,
+			"annotations": map[string]any{"team": "platform"}},
+		"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
+			"purgeAgentNamespace": false, "forceClusterDrain": true},
+		"ociRegistry": map[string]any{"endpoint": "oci://registry.example.com/mural"},
+	})
+}
+
+// Each of the four cleanupConfig values is written as given, false included.
+func TestAddWritesTheCleanupConfigItIsGiven(t *testing.T) {
+	cleanup := fleetconfig.CleanupConfig{PurgeAgentNamespace: true}
+	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", Cleanup: cleanup})
+	assert.NilError(t, err)
+	got, err := EntryValues(out, HelmValues, "spoke-2")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got["cleanupConfig"], map[string]any{"purgeKlusterletOperator": false, "purgeKubeconfigSecret": false,
+		"purgeAgentNamespace": true, "forceClusterDrain": false})
 }

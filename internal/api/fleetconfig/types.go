@@ -129,20 +129,28 @@ type SecretReference struct {
 	KubeconfigKey string `json:"kubeconfigKey,omitempty"`
 }
 
+// ChartCleanupDefaults are the cleanupConfig defaults the PaletteAI chart
+// documents for a spoke entry. They differ from the CRD's: the chart drains
+// placement workloads on removal (forceClusterDrain), the CRD does not.
+var ChartCleanupDefaults = CleanupConfig{PurgeKlusterletOperator: true, ForceClusterDrain: true}
+
 // CleanupConfig says what is removed when the spoke is deleted.
 type CleanupConfig struct {
+	// The fields have no omitempty: a false left out of a write would take
+	// the CRD's default, which is true for purgeKlusterletOperator.
+
 	// +kubebuilder:default:=false
 	// +optional
-	PurgeAgentNamespace bool `json:"purgeAgentNamespace,omitempty"`
+	PurgeAgentNamespace bool `json:"purgeAgentNamespace"`
 	// +kubebuilder:default:=true
 	// +optional
-	PurgeKlusterletOperator bool `json:"purgeKlusterletOperator,omitempty"`
+	PurgeKlusterletOperator bool `json:"purgeKlusterletOperator"`
 	// +kubebuilder:default:=false
 	// +optional
-	PurgeKubeconfigSecret bool `json:"purgeKubeconfigSecret,omitempty"`
+	PurgeKubeconfigSecret bool `json:"purgeKubeconfigSecret"`
 	// +kubebuilder:default:=false
 	// +optional
-	ForceClusterDrain bool `json:"forceClusterDrain,omitempty"`
+	ForceClusterDrain bool `json:"forceClusterDrain"`
 }
 
 // Klusterlet configures the OCM agent on the spoke.
