@@ -272,7 +272,7 @@ func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, 
 		if err != nil || data == nil {
 			return err
 		}
-		_, err = d.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun)})
+		_, err = d.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
 		if err != nil {
 			return fmt.Errorf("patching the taints of ManagedCluster %s: %w", name, err)
 		}

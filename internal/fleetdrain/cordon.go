@@ -21,8 +21,10 @@ import (
 // back, and a node someone else cordoned is never uncordoned.
 const CordonedByAnnotation = "fleetdrain.spokekit.io/cordoned-by"
 
-// cordonedByValue is the value of CordonedByAnnotation: who made the cordon.
-const cordonedByValue = "kubectl-fleetdrain"
+// FieldManager names kubectl fleetdrain in the managedFields of everything
+// it writes (nodes and ManagedClusters), and is the value of
+// CordonedByAnnotation: who made the cordon.
+const FieldManager = "kubectl-fleetdrain"
 
 // CordonedByUs tells whether the node's cordon is fleetdrain's.
 func CordonedByUs(n *corev1.Node) bool {
@@ -38,9 +40,9 @@ func cordonOps(n *corev1.Node) []jsonPatchOp {
 	}
 	ops := []jsonPatchOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}
 	if n.Annotations == nil {
-		return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: cordonedByValue}})
+		return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: FieldManager}})
 	}
-	return append(ops, jsonPatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: cordonedByValue})
+	return append(ops, jsonPatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: FieldManager})
 }
 
 // giveBackOps are the operations that uncordon n and remove fleetdrain's
@@ -125,7 +127,7 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, dr
 		if err != nil || data == nil {
 			return err
 		}
-		_, err = client.CoreV1().Nodes().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun)})
+		_, err = client.CoreV1().Nodes().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
 		return err
 	})
 }

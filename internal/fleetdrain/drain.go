@@ -70,12 +70,15 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	return found, nil
 }
 
+// ErrNodeTimedOut ends the drain of a node that --timeout ran out on.
+var ErrNodeTimedOut = errors.New("--timeout ran out")
+
 // Drain evicts the drainable pods of a cordoned node and waits until they
 // are gone. It lists them again: pods may have landed before the cordon.
 func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int, err error) {
 	if d.Helper.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Helper.Timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, d.Helper.Timeout, fmt.Errorf("%w after %s", ErrNodeTimedOut, d.Helper.Timeout))
 		defer cancel()
 	}
 	found, err := d.Find(ctx, node)
@@ -124,7 +127,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 // allows none is waited on (woken by its changes) up to PDBTimeout.
 func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) error {
 	if d.Eviction.Empty() {
-		if err := d.Helper.DeletePod(*pod); err != nil && !apierrors.IsNotFound(err) {
+		if err := d.removePod(*pod); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", podKey(pod.Namespace, pod.Name), err)
 		}
 		return nil
@@ -134,7 +137,7 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 		changed := d.Budgets.Changed()
 		release, blocking := d.Budgets.Reserve(pod)
 		if blocking == nil {
-			err := d.Helper.EvictPod(*pod, d.Eviction)
+			err := d.removePod(*pod)
 			switch {
 			case err == nil:
 				d.Progress.unblocked(node, pod)
@@ -168,6 +171,16 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 		}
 		timer.Stop()
 	}
+}
+
+// removePod sends the one request that takes pod off its node: an eviction,
+// or a delete with --disable-eviction. Under --dry-run=server the helper
+// sends it with dryRun.
+func (d *NodeDrainer) removePod(pod corev1.Pod) error {
+	if d.Eviction.Empty() {
+		return d.Helper.DeletePod(pod)
+	}
+	return d.Helper.EvictPod(pod, d.Eviction)
 }
 
 func budgetError(pod *corev1.Pod, b *policyv1.PodDisruptionBudget, waited time.Duration) error {
@@ -222,9 +235,6 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 // waitGone waits until pod (this UID) is gone from the node, or has been
 // terminating longer than --skip-wait-for-delete-timeout.
 func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
-	if w.helper.DryRunStrategy == cli.DryRunServer {
-		return nil
-	}
 	for {
 		changed := w.signal.wait()
 		obj, exists, _ := w.store.GetByKey(podKey(pod.Namespace, pod.Name))

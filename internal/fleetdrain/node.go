@@ -2,6 +2,7 @@ package fleetdrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -67,7 +68,10 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			* a plan first: per node the pods to evict, the pods skipped, and what
 			  blocks (pods without a controller, local data, a PodDisruptionBudget
 			  that allows no disruption, named with the pods it protects).
-			  --dry-run prints exactly this plan and changes nothing;
+			  --dry-run prints exactly this plan and changes nothing (with
+			  --dry-run=server the cordons and every eviction are sent with
+			  dryRun, and an eviction the API server would refuse now is a
+			  warning);
 			* pods that the flags do not allow to remove refuse the whole run
 			  before any node is cordoned (exit 3);
 			* several nodes at once (--max-concurrent), sharing one view of the
@@ -87,7 +91,9 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			back on failure), and a node someone else cordoned is never uncordoned.
 
 			All nodes are cordoned first, so evicted pods do not land on a node
-			about to be drained. Exit 0 only when every node was drained.`),
+			about to be drained. Exit 0 only when every node was drained; exit 4
+			when --timeout ran out on the nodes not drained (they stay cordoned:
+			run the same command again to finish).`),
 		Example: templates.Examples(`
 			# Show what draining two nodes would do, changing nothing
 			kubectl fleetdrain node worker-1 worker-2 --ignore-daemonsets --dry-run=client
@@ -119,7 +125,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.BoolVar(&o.IgnoreDaemonSets, "ignore-daemonsets", o.IgnoreDaemonSets, "Leave DaemonSet-managed pods on the node")
 	flags.BoolVar(&o.DeleteEmptyDirData, "delete-emptydir-data", o.DeleteEmptyDirData, "Also evict pods with emptyDir volumes (their data is lost)")
 	flags.IntVar(&o.GracePeriod, "grace-period", o.GracePeriod, "Seconds each pod gets to terminate; -1 uses the pod's own terminationGracePeriodSeconds")
-	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up on a node after this long (0: no limit)")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up on a node after this long, leaving it cordoned, and exit 4 (0: no limit)")
 	flags.BoolVar(&o.DisableEviction, "disable-eviction", o.DisableEviction, "Delete pods instead of evicting them; bypasses every PodDisruptionBudget")
 	flags.IntVar(&o.SkipWaitForDeleteTimeout, "skip-wait-for-delete-timeout", o.SkipWaitForDeleteTimeout, "Stop waiting for a pod terminating for longer than this many seconds (0: always wait)")
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
@@ -199,11 +205,13 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
+	var founds []NodePods
 	for _, n := range nodes {
 		found, err := o.drainer.Find(ctx, n)
 		if err != nil {
 			return fmt.Errorf("%w; nothing was changed", err)
 		}
+		founds = append(founds, found)
 		report.Items = append(report.Items, PlanNode(found, o.drainer.Budgets.List()))
 	}
 	if refused := refusedNodes(report); len(refused) > 0 {
@@ -222,16 +230,40 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun == cli.DryRunServer {
-		for _, n := range nodes {
-			if _, err := Cordon(ctx, o.client, n.Name, o.DryRun); err != nil {
-				return err
-			}
+		if err := o.serverDryRun(ctx, nodes, founds, &report); err != nil {
+			return err
 		}
 	}
 	if o.DryRun != cli.DryRunNone {
 		return o.Output.Print(o.Out, report, report.planTable)
 	}
 	return o.drain(ctx, nodes, &report)
+}
+
+// serverDryRun sends what a run sends, each with dryRun: every cordon, then
+// every eviction (or delete). An eviction the API server would refuse now
+// (a budget allowing no disruption) is a warning of its node: the real run
+// waits on it for --pdb-timeout.
+func (o *NodeOptions) serverDryRun(ctx context.Context, nodes []*corev1.Node, founds []NodePods, report *DrainReport) error {
+	for _, n := range nodes {
+		if _, err := Cordon(ctx, o.client, n.Name, o.DryRun); err != nil {
+			return err
+		}
+	}
+	for i, found := range founds {
+		for _, pod := range found.Evict {
+			err := o.drainer.removePod(pod)
+			switch {
+			case err == nil, apierrors.IsNotFound(err):
+			case apierrors.IsTooManyRequests(err):
+				report.Items[i].Warnings = append(report.Items[i].Warnings,
+					fmt.Sprintf("pod %s: the API server would refuse its eviction now: %v", podKey(pod.Namespace, pod.Name), err))
+			default:
+				return fmt.Errorf("server dry run of removing pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+			}
+		}
+	}
+	return nil
 }
 
 func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
@@ -320,8 +352,11 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 		return
 	}
 	r.Result, r.Error = NodeFailed, err.Error()
-	if cli.Interrupted(ctx) {
+	switch {
+	case cli.Interrupted(ctx):
 		r.Result = NodeInterrupted
+	case errors.Is(err, ErrNodeTimedOut):
+		r.Result = NodeTimedOut
 	}
 	o.drainer.Progress.p.Printf("node/%s not drained: %v", node.Name, err)
 	o.giveBackAfterFailure(ctx, node, r)

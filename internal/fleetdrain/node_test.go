@@ -10,11 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -226,3 +228,59 @@ type writerFunc func([]byte)
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 func ptr[T any](v T) *T { return &v }
+
+// --timeout expiring after the cordon is a wait that timed out after a
+// change: exit 4, as every plugin's waits, and the node stays cordoned.
+func TestNodeTimeoutAfterTheCordonExitsFour(t *testing.T) {
+	stuck := pod("db", "db-0", "StatefulSet", map[string]string{"app": "db"})
+	stuck.Spec.NodeName = "a"
+	client, _ := fakeCluster(t, node("a", false, nil), &stuck, budget("db", "quorum", 0, map[string]string{"app": "db"}))
+	o, _, _ := nodeOptions(client, "a")
+	o.Timeout = time.Millisecond * 200
+	err := o.Run(context.Background())
+	assert.Equal(t, cli.ExitCode(err), cli.ExitTimedOut, "%v", err)
+	assert.ErrorContains(t, err, "0 of 1 node(s) drained")
+	assert.Check(t, getNode(t, client, "a").Spec.Unschedulable, "the cordon stays: a re-run finishes")
+}
+
+// --dry-run=server sends what a real run sends, each with dryRun: the
+// cordon and every eviction. The pods stay.
+func TestServerDryRunSendsTheCordonAndEvictionsWithDryRun(t *testing.T) {
+	web := pod("shop", "web-1", "ReplicaSet", nil)
+	web.Spec.NodeName = "a"
+	client, _ := fakeCluster(t, node("a", false, nil), &web)
+	o, _, _ := nodeOptions(client, "a")
+	o.DryRun = cli.DryRunServer
+	assert.NilError(t, o.Run(context.Background()))
+	var evictions, patches int
+	for _, a := range client.Actions() {
+		switch {
+		case a.GetSubresource() == "eviction":
+			evictions++
+			e := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+			assert.Check(t, is.DeepEqual(e.DeleteOptions.DryRun, []string{metav1.DryRunAll}), "%s", e.Name)
+		case a.GetVerb() == "patch":
+			patches++
+			assert.Check(t, is.DeepEqual(a.(k8stesting.PatchActionImpl).PatchOptions.DryRun, []string{metav1.DryRunAll}))
+		}
+	}
+	assert.Equal(t, evictions, 1)
+	assert.Equal(t, patches, 1)
+}
+
+// Every write of fleetdrain names one field manager.
+func TestNodeWritesNameTheFieldManager(t *testing.T) {
+	client, _ := fakeCluster(t, node("a", false, nil))
+	_, err := Cordon(context.Background(), client, "a", cli.DryRunNone)
+	assert.NilError(t, err)
+	_, err = GiveBack(context.Background(), client, "a", cli.DryRunNone)
+	assert.NilError(t, err)
+	var patches int
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "patch" {
+			patches++
+			assert.Check(t, is.Equal(a.(k8stesting.PatchActionImpl).PatchOptions.FieldManager, FieldManager))
+		}
+	}
+	assert.Equal(t, patches, 2)
+}

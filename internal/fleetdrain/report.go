@@ -25,6 +25,9 @@ const (
 	// NodeInterrupted: Ctrl-C or SIGTERM stopped the node's drain, or came
 	// before it started.
 	NodeInterrupted NodeResult = "Interrupted"
+	// NodeTimedOut: --timeout ran out while the cordoned node was being
+	// drained; running the same command again finishes it.
+	NodeTimedOut NodeResult = "TimedOut"
 )
 
 // MachineAnnotation names the Cluster API Machine behind a node.
@@ -183,7 +186,21 @@ func (r DrainReport) outcome(ctx context.Context, total int) error {
 	if cli.Interrupted(ctx) {
 		return fmt.Errorf("%s: %w", msg, context.Cause(ctx))
 	}
+	if r.onlyTimedOut() {
+		return cli.TimedOut(errors.New(msg))
+	}
 	return errors.New(msg)
+}
+
+// onlyTimedOut tells whether every node not drained ran out of --timeout:
+// the change (the cordon, some evictions) was made and the wait timed out.
+func (r DrainReport) onlyTimedOut() bool {
+	for _, n := range r.Items {
+		if n.Result != NodeDrained && n.Result != NodeTimedOut {
+			return false
+		}
+	}
+	return true
 }
 
 // machineNote tells the user what to hand to the platform team.
