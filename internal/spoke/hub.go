@@ -174,10 +174,10 @@ func wrapRead(err error, kind, ns, name string) error {
 	return fmt.Errorf("reading %s %s: %w", kind, name, err)
 }
 
-// listAll lists every object of a resource, page by page, decoding each
+// listAll lists every object of a resource (matching selector, "": all), page by page, decoding each
 // page straight into typed items (no unstructured detour: on thousands of
 // spokes the conversion costs more than the requests).
-func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns string) ([]T, error) {
+func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns, selector string) ([]T, error) {
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if ns != "" {
 		path = append(path, "namespaces", ns)
@@ -192,6 +192,9 @@ func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource
 		}
 		if token != "" {
 			req = req.Param("continue", token)
+		}
+		if selector != "" {
+			req = req.Param("labelSelector", selector)
 		}
 		raw, err := req.DoRaw(ctx)
 		if err != nil {
@@ -212,17 +215,23 @@ func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource
 }
 
 // Spokes lists every Spoke of the release namespace.
-func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
-	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, h.Namespace)
+// Spokes lists the Spokes of namespace ns ("": every namespace) whose labels
+// match selector ("": all).
+func (h *Hub) Spokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
+	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, ns, selector)
 	if err != nil {
-		return nil, fmt.Errorf("listing Spokes in %s: %w", h.Namespace, err)
+		where := "namespace " + ns
+		if ns == "" {
+			where = "every namespace"
+		}
+		return nil, fmt.Errorf("listing Spokes in %s: %w", where, err)
 	}
 	return out, nil
 }
 
 // ManagedClusters lists every ManagedCluster.
 func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
-	out, err := listAll[ocm.ManagedCluster](ctx, h, ocm.ManagedClusterResource, "")
+	out, err := listAll[ocm.ManagedCluster](ctx, h, ocm.ManagedClusterResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
 	}
@@ -231,7 +240,7 @@ func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error)
 
 // ManifestWorks lists the ManifestWorks in a cluster's namespace.
 func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
-	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster)
+	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster, "")
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
 	}
@@ -257,7 +266,7 @@ func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.
 
 // Placements lists the Placements of every namespace.
 func (h *Hub) Placements(ctx context.Context) ([]ocm.Placement, error) {
-	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "")
+	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing Placements: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -15,7 +16,11 @@ import (
 
 // ListOptions are the options of list and get.
 type ListOptions struct {
-	Names     []string
+	Names []string
+	// AllNamespaces (-A) lists the Spokes of every namespace.
+	AllNamespaces bool
+	// Selector (-l) keeps the Spokes whose labels match.
+	Selector  string
 	ChunkSize int64
 	Output    *cli.Output
 
@@ -46,6 +51,10 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 
 			# With hub, kubeconfig secret, taints and cleanup settings
 			kubectl spoke list -o wide
+
+			# The spokes of every namespace, and those labelled env=prod
+			kubectl spoke list -A
+			kubectl spoke list -l env=prod
 
 			# Names of the spokes that are not available
 			kubectl spoke list -o json | jq -r '.items[] | select(.available != "True") | .metadata.name'`),
@@ -80,6 +89,8 @@ func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 
 func (o *ListOptions) addFlags(cmd *cobra.Command) {
 	o.Output.AddFlags(cmd)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the spokes of every namespace; -n is ignored, as in kubectl get -A.")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the spokes whose labels match this selector (e.g. -l env=prod,team!=ml).")
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Return large lists in chunks of this many objects rather than all at once; 0 disables chunking.")
 }
 
@@ -108,12 +119,22 @@ func (o *ListOptions) Validate() error {
 	if o.ChunkSize < 0 {
 		return cli.UsageErrorf("--chunk-size must be 0 or more, got %d", o.ChunkSize)
 	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
+	}
+	if o.Selector != "" && len(o.Names) > 0 {
+		return cli.UsageErrorf("-l selects spokes: name them or select them, not both")
+	}
 	return o.Output.Validate()
 }
 
 // Run lists Spokes and ManagedClusters once each and prints the joined rows.
 func (o *ListOptions) Run(ctx context.Context) error {
-	spokes, err := o.hub.Spokes(ctx)
+	ns := o.hub.Namespace
+	if o.AllNamespaces {
+		ns = ""
+	}
+	spokes, err := o.hub.Spokes(ctx, ns, o.Selector)
 	if err != nil {
 		return err
 	}
@@ -122,9 +143,16 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)
-	list := SpokeList{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeList", Items: rows}
+	list := SpokeList{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeList", Items: rows, allNamespaces: o.AllNamespaces}
 	if len(rows) == 0 && len(o.Names) == 0 && o.Output.IsTable() {
-		fmt.Fprintf(o.ErrOut, "No spokes found in namespace %s.\n", o.hub.Namespace)
+		where := "in namespace " + o.hub.Namespace
+		if o.AllNamespaces {
+			where = "in any namespace"
+		}
+		if o.Selector != "" {
+			where += " matching " + o.Selector
+		}
+		fmt.Fprintf(o.ErrOut, "No spokes found %s.\n", where)
 		return nil
 	}
 	if len(rows) > 0 || !o.Output.IsTable() {

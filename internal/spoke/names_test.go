@@ -29,3 +29,10 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 	clitest.AssertEveryOutputOffers(t, NewCmdSpoke)
 }
+
+func TestListSelectorsAreCheckedBeforeAnyRequest(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "-l selects spokes: name them or select them, not both",
+		[]string{"get", "spoke-1", "-l", "team=ml"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, `invalid --selector "a in (b"`,
+		[]string{"list", "-l", "a in (b"})
+}

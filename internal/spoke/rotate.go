@@ -230,7 +230,7 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig
 	if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 		return nil, cli.Refusedf("%s, and its kubeconfig reaches another cluster (different %s); %s", what, by, next)
 	}
-	spokes, err := hub.Spokes(ctx)
+	spokes, err := hub.Spokes(ctx, hub.Namespace, "")
 	if err != nil {
 		return nil, cli.Refusedf("%s, and whether another spoke uses it cannot be checked: %w; %s", what, err, next)
 	}

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,8 @@ type SpokeList struct {
 	APIVersion string     `json:"apiVersion"`
 	Kind       string     `json:"kind"`
 	Items      []SpokeRow `json:"items"`
+	// allNamespaces (-A) leads the table with each row's namespace.
+	allNamespaces bool
 }
 
 // BuildRows joins Spokes and ManagedClusters by name, in name order.
@@ -69,7 +72,9 @@ func BuildRows(spokes []fleetconfig.Spoke, clusters []ocm.ManagedCluster) []Spok
 		}
 		rows = append(rows, r)
 	}
-	slices.SortFunc(rows, func(a, b SpokeRow) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	slices.SortFunc(rows, func(a, b SpokeRow) int {
+		return cmp.Or(strings.Compare(a.Metadata.Namespace, b.Metadata.Namespace), strings.Compare(a.Metadata.Name, b.Metadata.Name))
+	})
 	return rows
 }
 
@@ -88,15 +93,22 @@ func (l SpokeList) Table(now time.Time) cli.Table {
 		{Name: "NAME"}, {Name: "PHASE"}, {Name: "JOINED"}, {Name: "AVAILABLE"}, {Name: "AGE"},
 		{Name: "HUB", Wide: true}, {Name: "KUBECONFIG SECRET", Wide: true}, {Name: "TAINTS", Wide: true}, {Name: "CLEANUP", Wide: true},
 	}}
+	if l.allNamespaces {
+		t.Columns = append([]cli.Column{{Name: "NAMESPACE"}}, t.Columns...)
+	}
 	for _, r := range l.Items {
 		joined, avail := r.Joined, r.Available
 		if !r.ManagedCluster {
 			joined, avail = "-", "-"
 		}
-		t.Rows = append(t.Rows, []string{
+		row := []string{
 			r.Metadata.Name, r.Phase, joined, avail, age(r.Created, now),
 			r.Hub, r.Secret, strings.Join(r.Taints, ","), cleanupWords(r.Cleanup),
-		})
+		}
+		if l.allNamespaces {
+			row = append([]string{r.Metadata.Namespace}, row...)
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }

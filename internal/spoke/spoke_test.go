@@ -181,3 +181,17 @@ func TestComputePoolOwnership(t *testing.T) {
 	s = newSpoke("mine")
 	assert.NilError(t, refuseComputePool(&s))
 }
+
+// With -A the table leads with the namespace, as kubectl get -A does, and
+// rows sort by namespace, then name.
+func TestListAllNamespacesShowsTheNamespace(t *testing.T) {
+	spokes := []fleetconfig.Spoke{
+		newSpoke("spoke-2", func(s *fleetconfig.Spoke) { s.Namespace = "fleet-b" }),
+		newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.Namespace = "fleet-b" }),
+		newSpoke("spoke-3", func(s *fleetconfig.Spoke) { s.Namespace = "fleet-a" }),
+	}
+	list := SpokeList{Items: BuildRows(spokes, nil), allNamespaces: true}
+	var buf bytes.Buffer
+	assert.NilError(t, cli.WriteTable(&buf, list.Table(now), false))
+	golden.Assert(t, buf.String(), "rows-all-namespaces.golden")
+}
