@@ -11,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/spokekit/spokekit/internal/kubeconfig"
@@ -97,6 +98,12 @@ func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
 	assert.Check(t, is.Contains(entry, "secretReference:\n        name: spoke-1-kubeconfig"), entry)
 	assert.Check(t, is.Contains(entry, "forceInternalEndpointLookup: false"), entry)
 	assert.Check(t, is.Contains(entry, "endpoint: \"oci://registry.lab.example/mural\""), "ociRegistry copied: %s", entry)
+	// The hub-as-spoke's purge of its kubeconfig secret is not copied: the
+	// entry and the Spoke carry the chart's four documented defaults.
+	assert.Check(t, is.Contains(entry, "cleanupConfig:\n      purgeKlusterletOperator: true\n      purgeKubeconfigSecret: false\n      purgeAgentNamespace: false\n      forceClusterDrain: true\n"), entry)
+	cleanup, _, _ := unstructured.NestedMap(spokeObject(t, "spoke-1").Object, "spec", "cleanupConfig")
+	assert.Check(t, is.DeepEqual(cleanup, map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
+		"purgeAgentNamespace": false, "forceClusterDrain": true}))
 
 	// The secret holds the kubeconfig minified to its one context.
 	sec, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), "spoke-1-kubeconfig", metav1.GetOptions{})

@@ -154,6 +154,7 @@ fleetConfig:
       forceInternalEndpointLookup: true
     cleanupConfig:
       purgeKlusterletOperator: true
+      purgeKubeconfigSecret: true
       forceClusterDrain: false
     ociRegistry:
       endpoint: "oci://registry.lab.example/mural"  # mirrored nightly
