@@ -174,6 +174,10 @@ func TestAddDryRunWritesNothingAndRedacts(t *testing.T) {
 			assert.Check(t, is.Contains(r.Stdout, "would be created"), r)
 			if format != "" {
 				assert.Check(t, is.Regexp(`"?kind"?: "?Secret`, r.Stdout), "the secret is shown, redacted")
+			} else {
+				// The hint after the table goes to stderr, as in every plugin.
+				assert.Check(t, is.Contains(r.Stderr, "Next: run again without --dry-run"), r)
+				assert.Check(t, !strings.Contains(r.Stdout, "run again"), r)
 			}
 			// The secret's data is base64 of the kubeconfig, whose key data is
 			// base64 again: leaktest decodes both layers.

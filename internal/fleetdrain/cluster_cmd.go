@@ -156,7 +156,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Output.IsTable() && report.hasStays() {
-		fmt.Fprintln(o.Out, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
+		fmt.Fprintln(o.ErrOut, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
 	}
 	if len(timedOut) > 0 {
 		return cli.TimedOut(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",

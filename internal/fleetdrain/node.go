@@ -305,7 +305,7 @@ func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *D
 		return err
 	}
 	if o.Output.IsTable() {
-		fmt.Fprint(o.Out, report.machineNote())
+		fmt.Fprint(o.ErrOut, report.machineNote())
 	}
 	return report.outcome(ctx, len(nodes))
 }

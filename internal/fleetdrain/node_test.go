@@ -284,3 +284,14 @@ func TestNodeWritesNameTheFieldManager(t *testing.T) {
 	}
 	assert.Equal(t, patches, 2)
 }
+
+// stdout is the report alone, so it can be piped; the hint after the table
+// (the Machines to hand to the platform team) goes to stderr.
+func TestTheHintAfterTheTableGoesToStderr(t *testing.T) {
+	client, _ := fakeCluster(t, node("a", false, map[string]string{MachineAnnotation: "md-0-abc"}))
+	o, out, errOut := nodeOptions(client, "a")
+	assert.NilError(t, o.Run(context.Background()))
+	assert.Check(t, is.Contains(out.String(), "Drained"))
+	assert.Check(t, !strings.Contains(out.String(), "platform team"), out.String())
+	assert.Check(t, is.Contains(errOut.String(), "node a is Machine md-0-abc"))
+}

@@ -233,14 +233,16 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	return o.print(report)
 }
 
+// print writes the report; after the table, the next step is a hint on
+// stderr, as in every plugin (with -o it is the report's next field).
 func (o *AddOptions) print(r *AddReport) error {
-	return o.Output.Print(o.Out, r, func() cli.Table {
-		t := stepsTable(r.Steps)
-		if r.Next != "" {
-			t.Rows = append(t.Rows, []string{"next", r.Next})
-		}
-		return t
-	})
+	if err := o.Output.Print(o.Out, r, func() cli.Table { return stepsTable(r.Steps) }); err != nil {
+		return err
+	}
+	if o.Output.IsTable() && r.Next != "" {
+		fmt.Fprintln(o.ErrOut, "Next: "+r.Next)
+	}
+	return nil
 }
 
 func (o *AddOptions) next(plan *addPlan) string {
