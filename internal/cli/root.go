@@ -74,7 +74,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
 
-	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return endWithRun(c, root.Context) }
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(c, root.Context)) }
 	flags := root.PersistentFlags()
 	configFlags.AddFlags(flags)
 	matchVersion.AddFlags(flags)
@@ -175,6 +175,7 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	if m, ok := cmdutil.StandardErrorMessage(unwrapExit(err)); ok {
 		msg = m
 	}
+	code, msg = explainAPIError(err, code, msg)
 	if Interrupted(ctx) {
 		code = ExitInterrupted
 		if !errors.Is(err, ErrInterrupted) {

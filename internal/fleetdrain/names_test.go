@@ -3,6 +3,9 @@ package fleetdrain
 import (
 	"testing"
 
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
@@ -22,4 +25,13 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 
 func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 	clitest.AssertEveryOutputOffers(t, NewCmdFleetdrain)
+}
+
+func TestUnreachableServerIsNamed(t *testing.T) {
+	kc := clitest.UnreachableKubeconfig(t)
+	for _, args := range [][]string{{"node", "worker-1"}, {"cluster", "spoke-1"}, {"uncordon", "node", "worker-1"}, {"uncordon", "cluster", "spoke-1"}} {
+		code, _, stderr := clitest.RunCommand(NewCmdFleetdrain, append(args, "--kubeconfig", kc)...)
+		assert.Check(t, is.Equal(code, cli.ExitFailed), "%q: %s", args, stderr)
+		assert.Check(t, is.Contains(stderr, "cannot reach the API server"), "%q: %s", args, stderr)
+	}
 }

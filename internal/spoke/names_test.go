@@ -1,7 +1,11 @@
 package spoke
 
 import (
+	"strings"
 	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
@@ -35,4 +39,22 @@ func TestListSelectorsAreCheckedBeforeAnyRequest(t *testing.T) {
 		[]string{"get", "spoke-1", "-l", "team=ml"})
 	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, `invalid --selector "a in (b"`,
 		[]string{"list", "-l", "a in (b"})
+}
+
+// An API server that does not answer is named as such (exit 1); one that
+// answers but does not serve the Spoke kind says that instead.
+func TestUnreachableServerAndMissingCRDSayWhich(t *testing.T) {
+	kc := clitest.UnreachableKubeconfig(t)
+	for _, args := range [][]string{{"list"}, {"status", "spoke-1"}, {"list", "-n", "fleet"}} {
+		code, _, stderr := clitest.RunCommand(NewCmdSpoke, append(args, "--kubeconfig", kc)...)
+		assert.Check(t, is.Equal(code, cli.ExitFailed), "%q: %s", args, stderr)
+		assert.Check(t, is.Contains(stderr, "cannot reach the API server"), "%q", args)
+	}
+	srv := clitest.NewAPIServer(t)
+	notFound := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"the server could not find the requested resource"}`
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/fleet/spokes", 404, notFound)
+	code, _, stderr := clitest.RunCommand(NewCmdSpoke, "list", "-n", "fleet", "--kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, cli.ExitFailed), stderr)
+	assert.Check(t, is.Contains(stderr, "does not serve"), stderr)
+	assert.Check(t, !strings.Contains(stderr, "cannot reach"), stderr)
 }

@@ -61,13 +61,36 @@ func NewAPIServer(t *testing.T) *APIServer {
 		_, _ = w.Write([]byte(resp.body))
 	}))
 	t.Cleanup(srv.Close)
-	s.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	s.Kubeconfig = writeKubeconfig(t, srv.URL)
+	return s
+}
+
+// UnreachableKubeconfig is a kubeconfig file whose server accepts no
+// connection: it was started and closed again.
+func UnreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return writeKubeconfig(t, srv.URL)
+}
+
+// RunCommand runs one command line of a plugin and returns its exit code,
+// stdout and stderr.
+func RunCommand(newRoot func(genericiooptions.IOStreams) *cobra.Command, args ...string) (code int, stdout, stderr string) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	code = cli.Execute(newRoot(streams), args, streams)
+	return code, out.String(), errOut.String()
+}
+
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := "apiVersion: v1\nkind: Config\ncurrent-context: test\n" +
-		"clusters:\n- name: test\n  cluster:\n    server: " + srv.URL + "\n" +
+		"clusters:\n- name: test\n  cluster:\n    server: " + server + "\n" +
 		"users:\n- name: test\n  user:\n    token: test\n" +
 		"contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n"
-	assert.NilError(t, os.WriteFile(s.Kubeconfig, []byte(kc), 0o600))
-	return s
+	assert.NilError(t, os.WriteFile(path, []byte(kc), 0o600))
+	return path
 }
 
 // Requests are the requests received so far ("GET /api/v1/...").
