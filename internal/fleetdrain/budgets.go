@@ -68,14 +68,14 @@ func (v *BudgetView) Reserve(pod *corev1.Pod) (release func(), blocking *policyv
 		}
 	}
 	for _, b := range covering {
-		key := podKey(b.Namespace, b.Name)
+		key := namespacedName(b.Namespace, b.Name)
 		v.reserved[key] = append(v.reserved[key], b.ResourceVersion)
 	}
 	return func() {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		for _, b := range covering {
-			key := podKey(b.Namespace, b.Name)
+			key := namespacedName(b.Namespace, b.Name)
 			rvs := v.reserved[key]
 			for i, rv := range rvs {
 				if rv == b.ResourceVersion {
@@ -90,7 +90,7 @@ func (v *BudgetView) Reserve(pod *corev1.Pod) (release func(), blocking *policyv
 // open counts the reservations of b the API server has not yet reflected in
 // its status, dropping those it has.
 func (v *BudgetView) open(b *policyv1.PodDisruptionBudget) int {
-	key := podKey(b.Namespace, b.Name)
+	key := namespacedName(b.Namespace, b.Name)
 	var keep []string
 	for _, rv := range v.reserved[key] {
 		if rv == b.ResourceVersion {

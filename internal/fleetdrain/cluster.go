@@ -98,7 +98,7 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 		var keeping, misconfigured []string
 		var last time.Time
 		for _, p := range candidates {
-			key := podKey(p.Namespace, p.Name)
+			key := namespacedName(p.Namespace, p.Name)
 			if why := ocm.Misconfigured(p.Spec.Tolerations); why != "" {
 				misconfigured = append(misconfigured, key+" ("+why+")")
 				continue

@@ -62,10 +62,10 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	}
 	found.Evict, found.Refusals, found.Warnings = list.Pods(), errs, list.Warnings()
 	sort.Slice(found.All, func(i, j int) bool {
-		return podKey(found.All[i].Namespace, found.All[i].Name) < podKey(found.All[j].Namespace, found.All[j].Name)
+		return namespacedName(found.All[i].Namespace, found.All[i].Name) < namespacedName(found.All[j].Namespace, found.All[j].Name)
 	})
 	sort.Slice(found.Evict, func(i, j int) bool {
-		return podKey(found.Evict[i].Namespace, found.Evict[i].Name) < podKey(found.Evict[j].Namespace, found.Evict[j].Name)
+		return namespacedName(found.Evict[i].Namespace, found.Evict[i].Name) < namespacedName(found.Evict[j].Namespace, found.Evict[j].Name)
 	})
 	return found, nil
 }
@@ -128,7 +128,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) error {
 	if d.Eviction.Empty() {
 		if err := d.removePod(*pod); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+			return fmt.Errorf("deleting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
 		}
 		return nil
 	}
@@ -150,7 +150,7 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 				blocking = firstOr(Covering(d.Budgets.List(), pod), nil)
 			default:
 				release()
-				return fmt.Errorf("evicting pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+				return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
 			}
 		}
 		if blockedSince.IsZero() {
@@ -167,7 +167,7 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("evicting pod %s: %w", podKey(pod.Namespace, pod.Name), context.Cause(ctx))
+			return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
 		}
 		timer.Stop()
 	}
@@ -185,10 +185,10 @@ func (d *NodeDrainer) removePod(pod corev1.Pod) error {
 
 func budgetError(pod *corev1.Pod, b *policyv1.PodDisruptionBudget, waited time.Duration) error {
 	if b == nil {
-		return fmt.Errorf("pod %s: eviction refused for %s: %w", podKey(pod.Namespace, pod.Name), waited, ErrBudgetBlocked)
+		return fmt.Errorf("pod %s: eviction refused for %s: %w", namespacedName(pod.Namespace, pod.Name), waited, ErrBudgetBlocked)
 	}
 	return fmt.Errorf("pod %s: PodDisruptionBudget %s allowed %d disruptions (%d of %d expected pods healthy) for %s: %w",
-		podKey(pod.Namespace, pod.Name), podKey(b.Namespace, b.Name), b.Status.DisruptionsAllowed,
+		namespacedName(pod.Namespace, pod.Name), namespacedName(b.Namespace, b.Name), b.Status.DisruptionsAllowed,
 		b.Status.CurrentHealthy, b.Status.ExpectedPods, waited, ErrBudgetBlocked)
 }
 
@@ -237,7 +237,7 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 	for {
 		changed := w.signal.wait()
-		obj, exists, _ := w.store.GetByKey(podKey(pod.Namespace, pod.Name))
+		obj, exists, _ := w.store.GetByKey(namespacedName(pod.Namespace, pod.Name))
 		if !exists || obj.(*corev1.Pod).UID != pod.UID || w.skip(obj.(*corev1.Pod)) {
 			return nil
 		}
@@ -249,7 +249,7 @@ func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 		case <-changed:
 		case <-skipCheck:
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for pod %s to terminate: %w", podKey(pod.Namespace, pod.Name), context.Cause(ctx))
+			return fmt.Errorf("waiting for pod %s to terminate: %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
 		}
 	}
 }
@@ -295,13 +295,13 @@ func (d *DrainProgress) evicted(node string) {
 func (d *DrainProgress) blocked(node string, pod *corev1.Pod, b *policyv1.PodDisruptionBudget) {
 	name := "a disruption budget"
 	if b != nil {
-		name = "budget " + podKey(b.Namespace, b.Name)
+		name = "budget " + namespacedName(b.Namespace, b.Name)
 	}
-	d.change(func() { d.nodes[node].blocked[podKey(pod.Namespace, pod.Name)] = name })
+	d.change(func() { d.nodes[node].blocked[namespacedName(pod.Namespace, pod.Name)] = name })
 }
 
 func (d *DrainProgress) unblocked(node string, pod *corev1.Pod) {
-	d.change(func() { delete(d.nodes[node].blocked, podKey(pod.Namespace, pod.Name)) })
+	d.change(func() { delete(d.nodes[node].blocked, namespacedName(pod.Namespace, pod.Name)) })
 }
 
 // Finished marks a node's drain as over, drained or not.

@@ -257,9 +257,9 @@ func (o *NodeOptions) serverDryRun(ctx context.Context, nodes []*corev1.Node, fo
 			case err == nil, apierrors.IsNotFound(err):
 			case apierrors.IsTooManyRequests(err):
 				report.Items[i].Warnings = append(report.Items[i].Warnings,
-					fmt.Sprintf("pod %s: the API server would refuse its eviction now: %v", podKey(pod.Namespace, pod.Name), err))
+					fmt.Sprintf("pod %s: the API server would refuse its eviction now: %v", namespacedName(pod.Namespace, pod.Name), err))
 			default:
-				return fmt.Errorf("server dry run of removing pod %s: %w", podKey(pod.Namespace, pod.Name), err)
+				return fmt.Errorf("server dry run of removing pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
 			}
 		}
 	}

@@ -39,10 +39,10 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 	var blockingOrder []string
 	for i := range found.Evict {
 		p := &found.Evict[i]
-		evicted[podKey(p.Namespace, p.Name)] = true
+		evicted[namespacedName(p.Namespace, p.Name)] = true
 		planned := PlannedPod{Namespace: p.Namespace, Name: p.Name, Owner: owner(p)}
 		for _, b := range Covering(budgets, p) {
-			key := podKey(b.Namespace, b.Name)
+			key := namespacedName(b.Namespace, b.Name)
 			planned.Budgets = append(planned.Budgets, key)
 			if b.Status.DisruptionsAllowed > 0 {
 				continue
@@ -51,7 +51,7 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 				blocking[key] = budgetBlocker(b)
 				blockingOrder = append(blockingOrder, key)
 			}
-			blocking[key].Pods = append(blocking[key].Pods, podKey(p.Namespace, p.Name))
+			blocking[key].Pods = append(blocking[key].Pods, namespacedName(p.Namespace, p.Name))
 		}
 		r.Evict = append(r.Evict, planned)
 	}
@@ -72,7 +72,7 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 	}
 	for i := range found.All {
 		p := &found.All[i]
-		key := podKey(p.Namespace, p.Name)
+		key := namespacedName(p.Namespace, p.Name)
 		if evicted[key] || refused[key] {
 			continue
 		}
@@ -106,7 +106,7 @@ func Covering(budgets []*policyv1.PodDisruptionBudget, pod *corev1.Pod) []*polic
 
 func budgetBlocker(b *policyv1.PodDisruptionBudget) *Blocker {
 	allowed := b.Status.DisruptionsAllowed
-	return &Blocker{Kind: BlockerBudget, Name: podKey(b.Namespace, b.Name), DisruptionsAllowed: &allowed}
+	return &Blocker{Kind: BlockerBudget, Name: namespacedName(b.Namespace, b.Name), DisruptionsAllowed: &allowed}
 }
 
 // refusalBlocker reads one refusal of the drain library, which names its

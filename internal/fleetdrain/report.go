@@ -100,7 +100,8 @@ type Blocker struct {
 	Refuses bool `json:"refuses"`
 }
 
-func podKey(namespace, name string) string { return namespace + "/" + name }
+// namespacedName is how pods, budgets and placements are named and keyed: namespace/name.
+func namespacedName(namespace, name string) string { return namespace + "/" + name }
 
 // refused tells whether any blocker of the report stops the drain before it starts.
 func (r NodeReport) refused() bool {
@@ -124,10 +125,10 @@ func (r DrainReport) planTable() cli.Table {
 			if len(p.Budgets) > 0 {
 				detail += " (budget " + strings.Join(p.Budgets, ", ") + ")"
 			}
-			add("evict", podKey(p.Namespace, p.Name), detail)
+			add("evict", namespacedName(p.Namespace, p.Name), detail)
 		}
 		for _, p := range n.Skip {
-			add("skip", podKey(p.Namespace, p.Name), p.Reason)
+			add("skip", namespacedName(p.Namespace, p.Name), p.Reason)
 		}
 		for _, b := range n.Blockers {
 			add("blocked", strings.Join(b.Pods, ","), b.Message)

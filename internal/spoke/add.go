@@ -189,8 +189,10 @@ func (o *AddOptions) valuesFile() (string, values.Kind) {
 type addPlan struct {
 	kc         *kubeconfig.Kubeconfig
 	credential kubeconfig.Credential
-	hub        *fleetconfig.Hub
-	secret     *corev1.Secret
+	// hubResource is the fleet's Hub the spoke joins (o.hub is the hub
+	// cluster's clients).
+	hubResource *fleetconfig.Hub
+	secret      *corev1.Secret
 	// existingSecret is the secret as read, when there is one: the update
 	// carries its resourceVersion.
 	existingSecret *corev1.Secret
@@ -274,7 +276,7 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 	if plan.credential, err = kc.Credential(time.Now(), o.MinLifetime); err != nil {
 		return nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
 	}
-	if plan.hub, err = o.findHub(ctx); err != nil {
+	if plan.hubResource, err = o.findHub(ctx); err != nil {
 		return nil, err
 	}
 	id, err := kc.Reach(ctx)
@@ -313,7 +315,7 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", file, err)
 		}
 	}
-	if plan.spoke, err = RenderSpoke(o.Name, plan.hub, secretName(o.Name), entry, o.Cleanup); err != nil {
+	if plan.spoke, err = RenderSpoke(o.Name, plan.hubResource, secretName(o.Name), entry, o.Cleanup); err != nil {
 		return nil, cli.Refusedf("%w; nothing was changed", err)
 	}
 	return plan, nil

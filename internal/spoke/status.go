@@ -20,17 +20,17 @@ import (
 // SpokeStatus is what status prints about one spoke.
 type SpokeStatus struct {
 	api.ReportMeta `json:",inline"`
-	Phase          string            `json:"phase"`
-	Deleting       bool              `json:"deleting,omitempty"`
-	Conditions     []ConditionReport `json:"conditions"`
-	ManagedCluster *ClusterReport    `json:"managedCluster,omitempty"`
-	BlockingWorks  []string          `json:"blockingManifestWorks,omitempty"`
-	OtherWorks     int               `json:"otherManifestWorks"`
-	HelmRelease    string            `json:"helmRelease,omitempty"`
-	ComputePool    string            `json:"computePool,omitempty"`
-	Secret         string            `json:"kubeconfigSecret,omitempty"`
-	Credential     *CredentialReport `json:"credential,omitempty"`
-	Finalizers     []string          `json:"finalizers,omitempty"`
+	Phase          string                `json:"phase"`
+	Deleting       bool                  `json:"deleting,omitempty"`
+	Conditions     []ConditionReport     `json:"conditions"`
+	ManagedCluster *ManagedClusterReport `json:"managedCluster,omitempty"`
+	BlockingWorks  []string              `json:"blockingManifestWorks,omitempty"`
+	OtherWorks     int                   `json:"otherManifestWorks"`
+	HelmRelease    string                `json:"helmRelease,omitempty"`
+	ComputePool    string                `json:"computePool,omitempty"`
+	Secret         string                `json:"kubeconfigSecret,omitempty"`
+	Credential     *CredentialReport     `json:"credential,omitempty"`
+	Finalizers     []string              `json:"finalizers,omitempty"`
 }
 
 // ConditionReport is a Spoke condition in words.
@@ -42,8 +42,8 @@ type ConditionReport struct {
 	Message string `json:"message,omitempty"`
 }
 
-// ClusterReport is what the ManagedCluster says.
-type ClusterReport struct {
+// ManagedClusterReport is what the spoke's ManagedCluster says.
+type ManagedClusterReport struct {
 	Joined    string   `json:"joined"`
 	Available string   `json:"available"`
 	Reason    string   `json:"reason,omitempty"`
@@ -87,7 +87,7 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 		r.Conditions = append(r.Conditions, ConditionReport{Type: c.Type, Status: string(c.Status), Want: string(c.WantStatus), OK: c.Status == c.WantStatus, Message: c.Message})
 	}
 	if mc != nil {
-		cr := &ClusterReport{
+		cr := &ManagedClusterReport{
 			Joined:    conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined),
 			Available: conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable),
 		}
