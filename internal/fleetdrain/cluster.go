@@ -1,179 +1,241 @@
 package fleetdrain
 
 import (
-	"slices"
+	"context"
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// DrainTaintKey is the key of the taint `fleetdrain cluster` puts on a
-// ManagedCluster; uncordon removes only a taint with this key.
-const DrainTaintKey = "fleetdrain.spokekit.io/drained"
+// managedClusters is the resource that cluster names complete from.
+const managedClusters = "managedclusters.cluster.open-cluster-management.io"
 
-// DrainTaint is the NoSelect taint that takes a cluster out of every
-// placement that does not tolerate it. TimeAdded stays empty: the hub sets it.
-func DrainTaint() ocm.Taint {
-	return ocm.Taint{Key: DrainTaintKey, Effect: ocm.TaintEffectNoSelect}
+// ClusterOptions are the flags of `fleetdrain cluster`.
+type ClusterOptions struct {
+	genericiooptions.IOStreams
+	Output   *cli.Output
+	Clusters []string
+	Timeout  time.Duration
+	DryRun   cli.DryRun
+	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
-// ClusterResult is how a cluster's drain ended (or, in a plan, would start).
-type ClusterResult string
+// NewCmdCluster builds `kubectl fleetdrain cluster`.
+func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ClusterOptions{IOStreams: streams, Output: cli.NewOutput(), Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "cluster NAME...",
+		Short: "Take spoke clusters out of the fleet's placements and wait for their workloads to leave",
+		Long: templates.LongDesc(`
+			Run against the hub. Adds a NoSelect taint with the key
+			` + DrainTaintKey + ` to each ManagedCluster, so every placement that
+			does not tolerate it drops the cluster, then waits until the
+			ManifestWorks those placements put in the cluster's namespace are gone.
 
-// Cluster results.
-const (
-	ClusterPlanned  ClusterResult = "Planned"
-	ClusterDrained  ClusterResult = "Drained"
-	ClusterTimedOut ClusterResult = "TimedOut"
-	// ClusterNotDrained: tainted, but the wait for its works stopped (an
-	// error, or Ctrl-C) before they left.
-	ClusterNotDrained ClusterResult = "NotDrained"
-)
+			The report lists what stays: works no placement owns (made by hand;
+			they also block ` + "`kubectl spoke remove`" + `), and works whose placement
+			tolerates the taint. A placement that tolerates it for
+			tolerationSeconds lets its works go when those run out (counted from
+			the taint's timeAdded): the report says when, and the wait includes
+			them. --dry-run lists what would move, when, and what would stay.
+			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
+			removes the drain taint again.`),
+		Example: templates.Examples(`
+			# What would leave spoke-1, and what would stay
+			kubectl fleetdrain cluster spoke-1 --dry-run=client
 
-// ClusterDrainReport is what `fleetdrain cluster` prints, with the same
-// schema for a dry run and a real run.
-type ClusterDrainReport struct {
-	api.ReportMeta `json:",inline"`
-	DryRun         string          `json:"dryRun,omitempty"`
-	Items          []ClusterReport `json:"items"`
-}
+			# Drain two spokes, waiting up to 10 minutes for their workloads to leave
+			kubectl fleetdrain cluster spoke-1 spoke-2 --timeout 10m
 
-// ClusterReport is one cluster's plan and outcome.
-type ClusterReport struct {
-	api.ReportMeta `json:",inline"`
-	Result         ClusterResult `json:"result"`
-	// AlreadyTainted: the drain taint was there before this run.
-	AlreadyTainted bool `json:"alreadyTainted"`
-	// Moves are the works their placements take away once the taint is on.
-	Moves []WorkEntry `json:"moves"`
-	// Stays are the works nothing will take away; the ones no placement
-	// owns also block `kubectl spoke remove`.
-	Stays []WorkEntry `json:"stays"`
-	// TolerantPlacements keep the cluster despite the taint (namespace/name).
-	TolerantPlacements []string `json:"tolerantPlacements,omitempty"`
-}
-
-// WorkEntry is one ManifestWork in the cluster's namespace.
-type WorkEntry struct {
-	Name      string `json:"name"`
-	Placement string `json:"placement,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	// MovesAt is when a work that moves leaves, if later than the plan:
-	// its placement tolerates the cluster's taints for tolerationSeconds,
-	// counted from each taint's timeAdded.
-	MovesAt *metav1.Time `json:"movesAt,omitempty"`
-}
-
-// PlanCluster decides, for the ManifestWorks in a cluster's namespace, which
-// ones leave once the cluster carries the drain taint besides its taints,
-// and when, by the rules of upstream's placement scheduler: a work leaves
-// when the placement named by its placement label exists and lets the
-// cluster go (ocm.KeptUntil), or selects nothing because its tolerations are
-// misconfigured. A drain taint not yet on the cluster counts as added now.
-func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placements []ocm.Placement, taints []ocm.Taint, now time.Time) ClusterReport {
-	r := ClusterReport{ReportMeta: api.NewReportMeta("ClusterDrain", cluster), Result: ClusterPlanned, Moves: []WorkEntry{}, Stays: []WorkEntry{}}
-	if !slices.ContainsFunc(taints, func(t ocm.Taint) bool { return t.Key == DrainTaintKey }) {
-		drain := DrainTaint()
-		drain.TimeAdded = &metav1.Time{Time: now}
-		taints = append(slices.Clone(taints), drain)
-	}
-	tolerant := map[string]bool{}
-	for _, w := range works {
-		name := w.Labels[ocm.PlacementLabel]
-		if name == "" {
-			reason := "no placement owns it (made by hand or by a tool); it also blocks `kubectl spoke remove`"
-			if addon := w.Labels[ocm.AddonNameLabel]; addon != "" {
-				reason = "belongs to add-on " + addon + ", which its own install strategy manages"
+			# The report as YAML
+			kubectl fleetdrain cluster spoke-1 -o yaml`),
+		Args:              cli.MinArgs(1, "cluster name"),
+		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
 			}
-			r.Stays = append(r.Stays, WorkEntry{Name: w.Name, Reason: reason})
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the placement-managed ManifestWorks to leave each cluster, then exit 4 (0: no limit)")
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Complete reads the dry-run strategy, the names and the hub's clients.
+func (o *ClusterOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	o.Clusters = args
+	if o.dynamic, err = f.DynamicClient(); err != nil {
+		return err
+	}
+	o.access, err = accessClient(f)
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *ClusterOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative (0: no limit), got %s", o.Timeout)
+	}
+	return o.Output.Validate()
+}
+
+// Run plans every cluster (refusing unknown ones before any change), taints
+// them, and waits for the moving works to be gone.
+func (o *ClusterOptions) Run(ctx context.Context) error {
+	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
+	clusters := map[string]*ocm.ManagedCluster{}
+	for _, name := range o.Clusters {
+		mc, err := getManagedCluster(ctx, o.dynamic, name)
+		if err != nil {
+			return err
+		}
+		clusters[name] = mc
+		plan, err := o.plan(ctx, mc)
+		if err != nil {
+			return err
+		}
+		plan.AlreadyTainted = drainTaintIndex(mc) >= 0
+		report.Items = append(report.Items, plan)
+	}
+	if o.DryRun == cli.DryRunClient {
+		return o.Output.Print(o.Out, report, report.table)
+	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
+		return err
+	}
+	for i, name := range o.Clusters {
+		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
+			return taintError(err, o.Clusters[:i], o.Clusters[i:])
+		}
+		if o.DryRun == cli.DryRunNone {
+			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
+		}
+	}
+	if o.DryRun == cli.DryRunServer {
+		return o.Output.Print(o.Out, report, report.table)
+	}
+	var timedOut []string
+	progress := cli.NewProgress(o.ErrOut)
+	for i, name := range o.Clusters {
+		err := o.waitMoved(ctx, name, report.Items[i].Moves, progress)
+		if cli.ExitCode(err) == cli.ExitTimedOut {
+			report.Items[i].Result = ClusterTimedOut
+			timedOut = append(timedOut, name)
 			continue
 		}
-		entry := WorkEntry{Name: w.Name, Placement: name}
-		candidates := ocm.PlacementsOf(w.Labels, placements)
-		var keeping, misconfigured []string
-		var last time.Time
-		for _, p := range candidates {
-			key := namespacedName(p.Namespace, p.Name)
-			if why := ocm.Misconfigured(p.Spec.Tolerations); why != "" {
-				misconfigured = append(misconfigured, key+" ("+why+")")
-				continue
+		if err != nil {
+			// What changed so far: every cluster is tainted, some drained.
+			for j := i; j < len(report.Items); j++ {
+				report.Items[j].Result = ClusterNotDrained
 			}
-			// The work is there, so the placement has the cluster in its decisions.
-			until, leaves := ocm.KeptUntil(p.Spec.Tolerations, taints, true)
-			if !leaves {
-				keeping = append(keeping, key)
-			} else if until.After(last) {
-				last = until
-			}
+			_ = o.Output.Print(o.Out, report, report.table)
+			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting, or give them back with `kubectl fleetdrain uncordon cluster %s`",
+				err, strings.Join(o.Clusters, ", "), strings.Join(o.Clusters, " "))
 		}
-		switch {
-		case len(candidates) == 0:
-			entry.Reason = "placement " + name + " not found, so nothing will move it"
-			r.Stays = append(r.Stays, entry)
-		case len(keeping) > 0:
-			entry.Reason = "placement " + strings.Join(keeping, ", ") + " tolerates the drain taint"
-			for _, k := range keeping {
-				tolerant[k] = true
-			}
-			r.Stays = append(r.Stays, entry)
-		default:
-			if len(misconfigured) > 0 {
-				entry.Reason = "placement " + strings.Join(misconfigured, ", ") + " selects no cluster"
-			}
-			if last.After(now) {
-				entry.MovesAt = &metav1.Time{Time: last.UTC()}
-				entry.Reason = "its placement tolerates the cluster's taints until then (tolerationSeconds)"
-			}
-			r.Moves = append(r.Moves, entry)
-		}
+		report.Items[i].Result = ClusterDrained
 	}
-	for k := range tolerant {
-		r.TolerantPlacements = append(r.TolerantPlacements, k)
+	if err := o.Output.Print(o.Out, report, report.table); err != nil {
+		return err
 	}
-	slices.Sort(r.TolerantPlacements)
-	return r
+	if o.Output.IsTable() && report.hasStays() {
+		fmt.Fprintln(o.ErrOut, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
+	}
+	if len(timedOut) > 0 {
+		return cli.TimedOut(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",
+			strings.Join(timedOut, ", "), o.Timeout))
+	}
+	return nil
 }
 
-func (r ClusterDrainReport) table() cli.Table {
-	t := cli.Table{Columns: []cli.Column{{Name: "CLUSTER"}, {Name: "RESULT"}, {Name: "WORK"}, {Name: "FATE"}, {Name: "DETAIL"}}}
-	for _, c := range r.Items {
-		add := func(work, fate, detail string) {
-			t.Rows = append(t.Rows, []string{c.Metadata.Name, string(c.Result), work, fate, detail})
-		}
-		for _, w := range c.Moves {
-			fate := "moves"
-			if c.Result == ClusterDrained {
-				fate = "moved"
-			}
-			detail := "placement " + w.Placement
-			if w.MovesAt != nil {
-				fate += " at " + w.MovesAt.UTC().Format(time.RFC3339)
-			}
-			if w.Reason != "" {
-				detail += ": " + w.Reason
-			}
-			add(w.Name, fate, detail)
-		}
-		for _, w := range c.Stays {
-			add(w.Name, "stays", w.Reason)
-		}
-		if len(c.Moves)+len(c.Stays) == 0 {
-			add("", "", "no ManifestWorks")
-		}
+// taintError says, when tainting stopped part way, which clusters carry the
+// drain taint and which do not.
+func taintError(err error, tainted, not []string) error {
+	done := "none"
+	if len(tainted) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon cluster %s` gives them back)", strings.Join(tainted, ", "), strings.Join(tainted, " "))
 	}
-	return t
+	return fmt.Errorf("%w; drain taint added: %s; not added: %s: run the same command again to drain them all",
+		err, done, strings.Join(not, ", "))
 }
 
-func (r ClusterDrainReport) hasStays() bool {
-	for _, c := range r.Items {
-		if len(c.Stays) > 0 {
-			return true
-		}
+func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
+	cluster := mc.Name
+	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
 	}
-	return false
+	list, err := o.dynamic.Resource(ocm.PlacementResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ClusterReport{}, fmt.Errorf("listing Placements: %w; nothing was changed", err)
+	}
+	var placements []ocm.Placement
+	for i := range list.Items {
+		var p ocm.Placement
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &p); err != nil {
+			return ClusterReport{}, fmt.Errorf("reading Placement %s/%s: %w", list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
+		}
+		placements = append(placements, p)
+	}
+	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
+}
+
+func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetadata {
+	out := make([]metav1.PartialObjectMetadata, len(items))
+	for i, u := range items {
+		out[i] = metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), Labels: u.GetLabels()}}
+	}
+	return out
+}
+
+// waitMoved watches the cluster's namespace until none of the moving works is left.
+func (o *ClusterOptions) waitMoved(ctx context.Context, cluster string, moves []WorkEntry, p *cli.Progress) error {
+	want := map[string]bool{}
+	for _, w := range moves {
+		want[w.Name] = true
+	}
+	ri := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) },
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, opts)
+		},
+	}
+	return cli.WaitFor(ctx, "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, o.Timeout, p, func(objs []any) (bool, string, error) {
+		left := 0
+		for _, obj := range objs {
+			if want[obj.(*unstructured.Unstructured).GetName()] {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d of %d placement works left", left, len(moves)), nil
+	})
 }

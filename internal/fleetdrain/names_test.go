@@ -35,3 +35,14 @@ func TestUnreachableServerIsNamed(t *testing.T) {
 		assert.Check(t, is.Contains(stderr, "cannot reach the API server"), "%q: %s", args, stderr)
 	}
 }
+
+// --timeout 0 is no limit, as in every command; a negative one is refused
+// before any request.
+func TestClusterTimeoutZeroIsNoLimit(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "--timeout must not be negative",
+		[]string{"cluster", "spoke-1", "--timeout", "-1s"})
+	srv := clitest.NewAPIServer(t)
+	code, _, stderr := clitest.RunCommand(NewCmdFleetdrain, "cluster", "spoke-1", "--timeout", "0", "--kubeconfig", srv.Kubeconfig)
+	assert.Check(t, code != cli.ExitUsage, stderr)
+	assert.Check(t, len(srv.Requests()) > 0, "it went on to read the ManagedCluster")
+}

@@ -139,7 +139,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 // Complete reads the dry-run strategy, the client and the node names.
 func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	var err error
-	if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 		return err
 	}
 	o.Nodes = args

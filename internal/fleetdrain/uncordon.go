@@ -10,6 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -39,16 +42,6 @@ func (r UncordonReport) table() cli.Table {
 	return t
 }
 
-// readWriteFlags reads --dry-run and checks -o, the flags of every
-// fleetdrain command that writes.
-func readWriteFlags(cmd *cobra.Command, out *cli.Output) (cli.DryRun, error) {
-	dryRun, err := cli.GetDryRun(cmd)
-	if err != nil {
-		return dryRun, err
-	}
-	return dryRun, out.Validate()
-}
-
 func newCmdUncordon(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "uncordon",
@@ -65,6 +58,7 @@ type UncordonNodeOptions struct {
 	Output *cli.Output
 	Nodes  []string
 	DryRun cli.DryRun
+	client kubernetes.Interface
 }
 
 func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -89,15 +83,13 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 		Args:              cli.MinArgs(1, "node name"),
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if o.DryRun, err = readWriteFlags(cmd, o.Output); err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
-			o.Nodes = args
-			if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run(cmd.Context(), f)
+			return o.Run(cmd.Context())
 		},
 	}
 	cli.AddDryRunFlag(cmd)
@@ -105,13 +97,29 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 	return cmd
 }
 
-// Run gives back every node fleetdrain cordoned. It refuses, before any
-// change, when a named node was cordoned by someone else.
-func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
-	client, err := f.KubernetesClientSet()
-	if err != nil {
+// Complete reads the dry-run strategy, the names and the client.
+func (o *UncordonNodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 		return err
 	}
+	o.Nodes = args
+	o.client, err = f.KubernetesClientSet()
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *UncordonNodeOptions) Validate() error {
+	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// Run gives back every node fleetdrain cordoned. It refuses, before any
+// change, when a named node was cordoned by someone else.
+func (o *UncordonNodeOptions) Run(ctx context.Context) error {
+	client := o.client
 	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
 		return err
 	}
@@ -138,6 +146,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 	for i, name := range o.Nodes {
 		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name)}
 		result := giveBackResult(nodes[i])
+		var err error
 		if o.DryRun != cli.DryRunClient {
 			result, err = GiveBack(ctx, client, name, o.DryRun)
 		}
@@ -163,4 +172,105 @@ func uncordonedSoFar(names []string, r UncordonReport) string {
 		return "nothing was given back"
 	}
 	return "given back before it: " + strings.Join(done, ", ")
+}
+
+// UncordonClusterOptions are the flags of `fleetdrain uncordon cluster`.
+type UncordonClusterOptions struct {
+	genericiooptions.IOStreams
+	Output   *cli.Output
+	Clusters []string
+	DryRun   cli.DryRun
+	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
+}
+
+// NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
+func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UncordonClusterOptions{IOStreams: streams, Output: cli.NewOutput()}
+	cmd := &cobra.Command{
+		Use:   "cluster NAME...",
+		Short: "Let placements select drained spoke clusters again",
+		Long: templates.LongDesc(`
+			Run against the hub. Removes the ` + DrainTaintKey + ` taint that
+			` + "`kubectl fleetdrain cluster`" + ` added to each ManagedCluster, and no
+			other taint (the hub's unavailable/unreachable taints and those of other
+			tools stay). Placements may then select the cluster again.`),
+		Example: templates.Examples(`
+			# Give spoke-1 back to the fleet
+			kubectl fleetdrain uncordon cluster spoke-1
+
+			# See what would change
+			kubectl fleetdrain uncordon cluster spoke-1 --dry-run=client`),
+		Args:              cli.MinArgs(1, "cluster name"),
+		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Complete reads the dry-run strategy, the names and the hub's clients.
+func (o *UncordonClusterOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	o.Clusters = args
+	if o.dynamic, err = f.DynamicClient(); err != nil {
+		return err
+	}
+	o.access, err = accessClient(f)
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *UncordonClusterOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// Run removes the drain taint from every named cluster that has it.
+func (o *UncordonClusterOptions) Run(ctx context.Context) error {
+	d := o.dynamic
+	for _, name := range o.Clusters {
+		if _, err := getManagedCluster(ctx, d, name); err != nil {
+			return err
+		}
+	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, false)); err != nil {
+		return err
+	}
+	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
+	for _, name := range o.Clusters {
+		e := UncordonEntry{ReportMeta: api.NewReportMeta("ManagedCluster", name)}
+		if o.DryRun == cli.DryRunClient {
+			mc, err := getManagedCluster(ctx, d, name)
+			if err != nil {
+				return err
+			}
+			e.Changed = drainTaintIndex(mc) >= 0
+		} else {
+			var err error
+			if e.Changed, err = removeDrainTaint(ctx, d, name, o.DryRun); err != nil {
+				return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Clusters, report))
+			}
+		}
+		e.Detail = "no drain taint"
+		if e.Changed {
+			e.Detail = "drain taint removed"
+		}
+		report.Items = append(report.Items, e)
+	}
+	return o.Output.Print(o.Out, report, report.table)
 }

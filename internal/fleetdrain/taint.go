@@ -1,0 +1,99 @@
+// The drain taint on a ManagedCluster: read, add and remove it with guarded
+// JSON patches (fleetdrain cluster and uncordon cluster).
+
+package fleetdrain
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+func getManagedCluster(ctx context.Context, d dynamic.Interface, name string) (*ocm.ManagedCluster, error) {
+	u, err := d.Resource(ocm.ManagedClusterResource).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, cli.Refusedf("ManagedCluster %q not found on this hub; nothing was changed (list them with `kubectl get managedclusters`)", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	}
+	var mc ocm.ManagedCluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mc); err != nil {
+		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
+	}
+	return &mc, nil
+}
+
+func drainTaintIndex(mc *ocm.ManagedCluster) int {
+	for i, t := range mc.Spec.Taints {
+		if t.Key == DrainTaintKey {
+			return i
+		}
+	}
+	return -1
+}
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// patchManagedCluster applies the ops that change returns for the current
+// object, guarded by its resourceVersion, retrying on conflict. change
+// returns no ops when there is nothing to do.
+func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun, change func(*ocm.ManagedCluster) []jsonPatchOp) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc, err := getManagedCluster(ctx, d, name)
+		if err != nil {
+			return err
+		}
+		data, err := guardedPatch(mc.ResourceVersion, change(mc))
+		if err != nil || data == nil {
+			return err
+		}
+		_, err = d.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
+		if err != nil {
+			return fmt.Errorf("patching the taints of ManagedCluster %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// addDrainTaint appends the drain taint (timeAdded left to the hub), keeping
+// every other taint as it is.
+func addDrainTaint(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun) error {
+	return patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []jsonPatchOp {
+		if drainTaintIndex(mc) >= 0 {
+			return nil
+		}
+		if len(mc.Spec.Taints) == 0 {
+			return []jsonPatchOp{{Op: "add", Path: "/spec/taints", Value: []ocm.Taint{DrainTaint()}}}
+		}
+		return []jsonPatchOp{{Op: "add", Path: "/spec/taints/-", Value: DrainTaint()}}
+	})
+}
+
+// removeDrainTaint removes the drain taint and nothing else; the test op
+// makes sure the index still points at it.
+func removeDrainTaint(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun) (removed bool, err error) {
+	err = patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []jsonPatchOp {
+		i := drainTaintIndex(mc)
+		removed = i >= 0
+		if !removed {
+			return nil
+		}
+		path := fmt.Sprintf("/spec/taints/%d", i)
+		return []jsonPatchOp{{Op: "test", Path: path + "/key", Value: DrainTaintKey}, {Op: "remove", Path: path}}
+	})
+	return removed, err
+}
