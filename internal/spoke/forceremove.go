@@ -60,9 +60,7 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			var err error
-			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+			if err := o.Complete(cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -77,6 +75,14 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Complete reads the arguments and the dry-run strategy.
+func (o *ForceRemoveOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	var err error
+	o.DryRun, err = cli.GetDryRun(cmd)
+	return err
 }
 
 // Validate rejects bad input before any request.

@@ -58,3 +58,9 @@ func TestUnreachableServerAndMissingCRDSayWhich(t *testing.T) {
 	assert.Check(t, is.Contains(stderr, "does not serve"), stderr)
 	assert.Check(t, !strings.Contains(stderr, "cannot reach"), stderr)
 }
+
+// set's FIELD=VALUE arguments are input: checked in Validate, before any request.
+func TestSetAssignmentsAreCheckedBeforeAnyRequest(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "=3",
+		[]string{"set", "spoke-1", "=3"})
+}

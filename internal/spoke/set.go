@@ -118,8 +118,10 @@ func SetPatch(as []Assignment, resourceVersion string) map[string]any {
 type SetOptions struct {
 	Name        string
 	Assignments []Assignment
-	DryRun      cli.DryRun
-	Output      *cli.Output
+	// assignmentArgs are the FIELD=VALUE arguments, parsed in Validate.
+	assignmentArgs []string
+	DryRun         cli.DryRun
+	Output         *cli.Output
 
 	f *cli.Factory
 	genericiooptions.IOStreams
@@ -182,12 +184,7 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Args:              cli.MinArgs(2, "arguments: NAME and at least one FIELD=VALUE"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			var err error
-			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-				return err
-			}
-			if o.Assignments, err = ParseAssignments(args[1:]); err != nil {
+			if err := o.Complete(cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -201,8 +198,20 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	return cmd
 }
 
+// Complete reads the arguments and the dry-run strategy.
+func (o *SetOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name, o.assignmentArgs = args[0], args[1:]
+	var err error
+	o.DryRun, err = cli.GetDryRun(cmd)
+	return err
+}
+
 // Validate rejects bad input, and fields that may not change, before any request.
 func (o *SetOptions) Validate() error {
+	var err error
+	if o.Assignments, err = ParseAssignments(o.assignmentArgs); err != nil {
+		return err
+	}
 	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
 		return err
 	}

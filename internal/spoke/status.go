@@ -189,7 +189,7 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
+			o.Complete(args)
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -199,6 +199,9 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	o.Output.AddFlags(cmd)
 	return cmd
 }
+
+// Complete reads the argument.
+func (o *StatusOptions) Complete(args []string) { o.Name = args[0] }
 
 // Validate rejects bad input before any request.
 func (o *StatusOptions) Validate() error {
