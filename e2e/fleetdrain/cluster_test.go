@@ -226,7 +226,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		}{
 			{[]string{"cluster", "spoke-a", "no-such-spoke"}, 3, `ManagedCluster "no-such-spoke" not found`},
 			{[]string{"cluster"}, 2, "at least 1 cluster name"},
-			{[]string{"cluster", "spoke-a", "--timeout", "0s"}, 2, "--timeout"},
+			{[]string{"cluster", "spoke-a", "--timeout", "-1s"}, 2, "--timeout"},
 			{[]string{"cluster", "spoke-a", "-o", "xml"}, 2, "output format"},
 			{[]string{"uncordon", "cluster", "no-such-spoke"}, 3, "not found"},
 		} {
@@ -257,10 +257,19 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		assert.Equal(t, after[1].Effect, "NoSelect")
 		assert.Check(t, after[1].TimeAdded != nil, "sent without timeAdded (the webhook refuses one), stamped by the hub")
 
+		mc, err := c.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t, time.Minute), "spoke-a", metav1.GetOptions{})
+		assert.NilError(t, err)
 		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, "a second drain is a no-op: %s", r)
 		assert.Check(t, is.Contains(r.Stdout, `"alreadyTainted": true`), r)
-		assert.Equal(t, len(taints(t, c, "spoke-a")), 2)
+		again, err := c.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t, time.Minute), "spoke-a", metav1.GetOptions{})
+		assert.NilError(t, err)
+		// Not one write: the spec is the same, and so is fleetdrain's entry in
+		// managedFields, which any write of it would stamp with a new time
+		// (the hub's controllers keep writing the status, so the
+		// resourceVersion cannot tell).
+		assert.Check(t, is.DeepEqual(again.Object["spec"], mc.Object["spec"]))
+		assert.Check(t, is.DeepEqual(fleetdrainFields(again), fleetdrainFields(mc)), "the second drain wrote to the ManagedCluster")
 	})
 
 	t.Run("uncordon removes only the drain taint and the work comes back", func(t *testing.T) {
@@ -276,4 +285,15 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, `"changed": false`), r)
 	})
+}
+
+// fleetdrainFields is the managedFields entry of kubectl fleetdrain.
+func fleetdrainFields(u *unstructured.Unstructured) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	for _, f := range u.GetManagedFields() {
+		if f.Manager == "kubectl-fleetdrain" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

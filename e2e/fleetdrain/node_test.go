@@ -69,27 +69,36 @@ func TestDrainOneNode(t *testing.T) {
 		assert.Check(t, !unschedulable(t, c, "one-1"), "a dry run must not cordon")
 		assert.Equal(t, len(podsOn(t, c, "one", "one-1")), 7, "a dry run must not evict")
 
+		pods := podsOn(t, c, "one", "one-1")
 		r = kubectl(t, c, "fleetdrain", "node", "one-1", "--ignore-daemonsets", "--dry-run=server")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "one/db-0"), r)
 		assert.Check(t, !unschedulable(t, c, "one-1"), "a server dry run must not cordon")
+		assert.Check(t, is.DeepEqual(podsOn(t, c, "one", "one-1"), pods), "a server dry run sends the evictions with dryRun: every pod stays")
 	})
 
 	t.Run("drain moves the pods and names the machine", func(t *testing.T) {
 		r := kubectl(t, c, "fleetdrain", "node", "one-1", "--ignore-daemonsets")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "Drained"), r)
-		assert.Check(t, is.Contains(r.Stdout, "hand these names to the platform team"), r)
 		assert.Check(t, is.Contains(r.Stdout, "machine-one-1"), r)
+		// The hint after the table is on stderr, stdout is the table alone.
+		assert.Check(t, is.Contains(r.Stderr, "hand these names to the platform team"), r)
 		assert.Check(t, unschedulable(t, c, "one-1"))
 		left := podsOn(t, c, "one", "one-1")
 		assert.DeepEqual(t, len(left), 1)
 		assert.Check(t, hasPrefix(left, "agent-"), "only the DaemonSet pod stays: %v", left)
 		waitPods(t, c, "one", "app in (web, db)", "web and db ready on one-2", func(r map[string]int) bool { return r["one-2"] == 6 })
 
+		movedPods := podsOn(t, c, "one", "one-2")
 		r = kubectl(t, c, "fleetdrain", "node", "one-1", "--ignore-daemonsets", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, "a second drain is a no-op: %s", r)
-		assert.Equal(t, parseReport(t, r).Items[0].Result, "Drained")
+		second := parseReport(t, r).Items[0]
+		assert.Equal(t, second.Result, "Drained")
+		assert.Check(t, is.Len(second.Evict, 0), "nothing left to evict: %s", r.Stdout)
+		assert.Equal(t, second.Evicted, 0, "nothing evicted")
+		assert.Check(t, is.DeepEqual(podsOn(t, c, "one", "one-1"), left), "the DaemonSet pod is left alone")
+		assert.Check(t, is.DeepEqual(podsOn(t, c, "one", "one-2"), movedPods), "the moved pods are the same pods")
 	})
 
 	t.Run("uncordon gives the node back", func(t *testing.T) {
@@ -293,7 +302,7 @@ func watchMinReady(t *testing.T, c *harness.Cluster, ns, selector string) *minRe
 
 func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 	c := tenant.get(t)
-	pools := []string{"conc", "seq"}
+	pools := []string{"conc"}
 	nodes := map[string][]string{}
 	for _, p := range pools {
 		for i := 1; i <= 4; i++ {
@@ -308,17 +317,10 @@ func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 		addNodes(t, c, p, p+"-spare-1", p+"-spare-2")
 	}
 
-	sequential := time.Now()
-	for _, n := range nodes["seq"] {
-		r := kubectl(t, c, "drain", n, "--ignore-daemonsets")
-		assert.Equal(t, r.ExitCode, 0, r)
-	}
-	seqTime := time.Since(sequential)
-
+	// How long this takes against kubectl drain is `make bench`'s question,
+	// not this test's.
 	ready := watchMinReady(t, c, "conc", "app=api")
-	concurrent := time.Now()
 	r := kubectl(t, c, append([]string{"fleetdrain", "node", "--max-concurrent", "2", "--ignore-daemonsets", "-o", "json"}, nodes["conc"]...)...)
-	concTime := time.Since(concurrent)
 	assert.Equal(t, r.ExitCode, 0, r)
 	rep := parseReport(t, r)
 	var results []string
@@ -335,6 +337,4 @@ func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 	lowest := ready.min
 	ready.mu.Unlock()
 	assert.Check(t, lowest >= 7, "the budget wants 7 api pods ready; the drain let it drop to %d", lowest)
-	t.Logf("4 nodes: fleetdrain --max-concurrent 2 took %s, four kubectl drain runs took %s", concTime, seqTime)
-	assert.Check(t, concTime < seqTime, "fleetdrain (%s) must beat four sequential kubectl drains (%s)", concTime, seqTime)
 }

@@ -33,7 +33,8 @@ func createWork(t *testing.T, cluster, name string, mutate func(*unstructured.Un
 }
 
 func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
-	addAndJoin(t, "blocked", spoke2)
+	// forceClusterDrain is on by default (the chart's default): this spoke opts out.
+	addAndJoin(t, "blocked", spoke2, "--force-cluster-drain=false")
 	createWork(t, "blocked", "hand-made", nil)
 	createWork(t, "blocked", "from-addon", func(u *unstructured.Unstructured) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ManagedClusterAddOn", Name: "x", UID: "1"}})
