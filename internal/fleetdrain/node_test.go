@@ -25,6 +25,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -288,7 +289,7 @@ func TestNodeWritesNameTheFieldManager(t *testing.T) {
 // stdout is the report alone, so it can be piped; the hint after the table
 // (the Machines to hand to the platform team) goes to stderr.
 func TestTheHintAfterTheTableGoesToStderr(t *testing.T) {
-	client, _ := fakeCluster(t, node("a", false, map[string]string{MachineAnnotation: "md-0-abc"}))
+	client, _ := fakeCluster(t, node("a", false, map[string]string{capi.MachineAnnotation: "md-0-abc"}))
 	o, out, errOut := nodeOptions(client, "a")
 	assert.NilError(t, o.Run(context.Background()))
 	assert.Check(t, is.Contains(out.String(), "Drained"))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
 )
 
 // NodePods is what the drain library found on one node: every pod the pod
@@ -29,7 +30,7 @@ type NodePods struct {
 func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeReport {
 	r := NodeReport{
 		ReportMeta:       api.NewReportMeta("NodeDrain", found.Node.Name),
-		Machine:          found.Node.Annotations[MachineAnnotation],
+		Machine:          found.Node.Annotations[capi.MachineAnnotation],
 		Result:           NodePlanned,
 		WasUnschedulable: found.Node.Spec.Unschedulable && !CordonedByUs(found.Node),
 		Evict:            []PlannedPod{},

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -37,7 +38,7 @@ func budget(ns, name string, allowed int32, match map[string]string) *policyv1.P
 }
 
 func TestPlanNode(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Annotations: map[string]string{MachineAnnotation: "md-0-abc"}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Annotations: map[string]string{capi.MachineAnnotation: "md-0-abc"}}}
 	web := pod("shop", "web-1", "ReplicaSet", map[string]string{"app": "web"})
 	db := pod("shop", "db-0", "StatefulSet", map[string]string{"app": "db"})
 	agent := pod("kube-system", "agent-x", "DaemonSet", nil)

@@ -30,9 +30,6 @@ const (
 	NodeTimedOut NodeResult = "TimedOut"
 )
 
-// MachineAnnotation names the Cluster API Machine behind a node.
-const MachineAnnotation = "cluster.x-k8s.io/machine"
-
 // DrainReport is what `fleetdrain node` prints, with the same schema for a
 // dry run (every node Planned) and a real run.
 type DrainReport struct {
