@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -27,18 +25,13 @@ const managedClusters = "managedclusters.cluster.open-cluster-management.io"
 
 // ClusterOptions are the flags of `fleetdrain cluster`.
 type ClusterOptions struct {
-	genericiooptions.IOStreams
-	Output   *cli.Output
-	Clusters []string
-	Timeout  time.Duration
-	DryRun   cli.DryRun
-	dynamic  dynamic.Interface
-	access   authorizationclient.SelfSubjectAccessReviewsGetter
+	clusterTargets
+	Timeout time.Duration
 }
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
 func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ClusterOptions{IOStreams: streams, Output: cli.NewOutput(), Timeout: 5 * time.Minute}
+	o := &ClusterOptions{clusterTargets: newClusterTargets(streams), Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME...",
 		Short: "Take spoke clusters out of the fleet's placements and wait for their workloads to leave",
@@ -83,29 +76,15 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	return cmd
 }
 
-// Complete reads the dry-run strategy, the names and the hub's clients.
-func (o *ClusterOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
-	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
-	o.Clusters = args
-	if o.dynamic, err = f.DynamicClient(); err != nil {
-		return err
-	}
-	o.access, err = accessClient(f)
-	return err
-}
-
 // Validate rejects bad input before any request.
 func (o *ClusterOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+	if err := o.clusterTargets.Validate(); err != nil {
 		return err
 	}
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout must not be negative (0: no limit), got %s", o.Timeout)
 	}
-	return o.Output.Validate()
+	return nil
 }
 
 // Run plans every cluster (refusing unknown ones before any change), taints

@@ -7,11 +7,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
@@ -96,4 +99,42 @@ func removeDrainTaint(ctx context.Context, d dynamic.Interface, name string, dry
 		return []jsonPatchOp{{Op: "test", Path: path + "/key", Value: DrainTaintKey}, {Op: "remove", Path: path}}
 	})
 	return removed, err
+}
+
+// clusterTargets is what the two commands on ManagedClusters (cluster and
+// uncordon cluster) take: the clusters, the dry run, the output and the
+// hub's clients.
+type clusterTargets struct {
+	genericiooptions.IOStreams
+	Output   *cli.Output
+	Clusters []string
+	DryRun   cli.DryRun
+	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
+}
+
+func newClusterTargets(streams genericiooptions.IOStreams) clusterTargets {
+	return clusterTargets{IOStreams: streams, Output: cli.NewOutput()}
+}
+
+// Complete reads the dry-run strategy, the names and the hub's clients.
+func (o *clusterTargets) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	o.Clusters = args
+	if o.dynamic, err = f.DynamicClient(); err != nil {
+		return err
+	}
+	o.access, err = accessClient(f)
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *clusterTargets) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+		return err
+	}
+	return o.Output.Validate()
 }

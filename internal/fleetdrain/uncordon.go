@@ -10,9 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -176,17 +174,12 @@ func uncordonedSoFar(names []string, r UncordonReport) string {
 
 // UncordonClusterOptions are the flags of `fleetdrain uncordon cluster`.
 type UncordonClusterOptions struct {
-	genericiooptions.IOStreams
-	Output   *cli.Output
-	Clusters []string
-	DryRun   cli.DryRun
-	dynamic  dynamic.Interface
-	access   authorizationclient.SelfSubjectAccessReviewsGetter
+	clusterTargets
 }
 
 // NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
 func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UncordonClusterOptions{IOStreams: streams, Output: cli.NewOutput()}
+	o := &UncordonClusterOptions{clusterTargets: newClusterTargets(streams)}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME...",
 		Short: "Let placements select drained spoke clusters again",
@@ -216,28 +209,6 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
-}
-
-// Complete reads the dry-run strategy, the names and the hub's clients.
-func (o *UncordonClusterOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
-	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
-	o.Clusters = args
-	if o.dynamic, err = f.DynamicClient(); err != nil {
-		return err
-	}
-	o.access, err = accessClient(f)
-	return err
-}
-
-// Validate rejects bad input before any request.
-func (o *UncordonClusterOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
-		return err
-	}
-	return o.Output.Validate()
 }
 
 // Run removes the drain taint from every named cluster that has it.
