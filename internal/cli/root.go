@@ -206,3 +206,24 @@ func Main(newRoot func(genericiooptions.IOStreams) *cobra.Command) {
 	streams := escapingStreams(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	os.Exit(Execute(newRoot(streams), os.Args[1:], streams))
 }
+
+// Options is a leaf command's options once Complete has read its input:
+// Validate checks that input before any request, Run does the work.
+type Options interface {
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// RunE is the RunE of every leaf command, kubectl's order: complete (read
+// flags, arguments and clients), validate, run.
+func RunE(o Options, complete func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := complete(cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+}

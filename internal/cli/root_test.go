@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -44,4 +46,21 @@ func TestVersionJSON(t *testing.T) {
 	assert.Assert(t, len(out.String()) > 0)
 	u := out.String()
 	assert.Assert(t, strings.Contains(u, `"kind": "Version"`) && strings.Contains(u, `"plugin": "sample"`), u)
+}
+
+type recordingOptions struct{ calls []string }
+
+func (r *recordingOptions) Validate() error { r.calls = append(r.calls, "validate"); return errors.New("bad input") }
+func (r *recordingOptions) Run(context.Context) error {
+	r.calls = append(r.calls, "run")
+	return nil
+}
+
+// Bad input stops the command after Validate: Run never starts.
+func TestRunECompletesValidatesThenRuns(t *testing.T) {
+	o := &recordingOptions{}
+	runE := RunE(o, func(*cobra.Command, []string) error { o.calls = append(o.calls, "complete"); return nil })
+	err := runE(&cobra.Command{}, nil)
+	assert.ErrorContains(t, err, "bad input")
+	assert.DeepEqual(t, o.calls, []string{"complete", "validate"})
 }

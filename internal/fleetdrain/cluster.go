@@ -60,15 +60,7 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			kubectl fleetdrain cluster spoke-1 -o yaml`),
 		Args:              cli.MinArgs(1, "cluster name"),
 		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the placement-managed ManifestWorks to leave each cluster, then exit 4 (0: no limit)")
 	cli.AddDryRunFlag(cmd)

@@ -108,15 +108,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			# The same report as JSON, for a script
 			kubectl fleetdrain node worker-1 --ignore-daemonsets -o json`),
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
 	}
 	flags := cmd.Flags()
 	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Drain the nodes matching this label selector instead of named nodes")

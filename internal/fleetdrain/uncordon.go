@@ -80,15 +80,7 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 			kubectl fleetdrain uncordon node worker-1 --dry-run=client -o yaml`),
 		Args:              cli.MinArgs(1, "node name"),
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
 	}
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
@@ -196,15 +188,7 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 			kubectl fleetdrain uncordon cluster spoke-1 --dry-run=client`),
 		Args:              cli.MinArgs(1, "cluster name"),
 		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
 	}
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)

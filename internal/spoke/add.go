@@ -113,15 +113,7 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --helmrelease clusters/hub/mural.yaml --apply --wait`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "Kubeconfig file of the cluster to register (its current context is used).")

@@ -59,7 +59,7 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			# Names of the spokes that are not available
 			kubectl spoke list -o json | jq -r '.items[] | select(.available != "True") | .metadata.name'`),
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return o.execute(cmd.Context(), args) },
+		RunE: cli.RunE(o, o.Complete),
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -81,7 +81,7 @@ func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			# Two spokes as YAML
 			kubectl spoke get spoke-1 spoke-2 -o yaml`),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
-		RunE:              func(cmd *cobra.Command, args []string) error { return o.execute(cmd.Context(), args) },
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -94,17 +94,11 @@ func (o *ListOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Return large lists in chunks of this many objects rather than all at once; 0 disables chunking.")
 }
 
-// execute is the RunE of list and get.
-func (o *ListOptions) execute(ctx context.Context, args []string) error {
-	o.Complete(args)
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	return o.Run(ctx)
-}
-
 // Complete reads the arguments.
-func (o *ListOptions) Complete(args []string) { o.Names = args }
+func (o *ListOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Names = args
+	return nil
+}
 
 // Validate rejects bad flags before any request.
 func (o *ListOptions) Validate() error {

@@ -80,15 +80,7 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl spoke remove spoke-2 --dry-run=client`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.ValuesFile, "values", "", "Helm values file to remove the spoke's fleetConfig.spokes entry from.")

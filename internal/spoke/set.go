@@ -183,15 +183,7 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			kubectl spoke set spoke-1 'klusterlet.annotations["example.com/team"]=null'`),
 		Args:              cli.MinArgs(2, "arguments: NAME and at least one FIELD=VALUE"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)

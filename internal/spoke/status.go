@@ -188,20 +188,17 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl spoke status spoke-2 -o json`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Complete(args)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	return cmd
 }
 
 // Complete reads the argument.
-func (o *StatusOptions) Complete(args []string) { o.Name = args[0] }
+func (o *StatusOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Name = args[0]
+	return nil
+}
 
 // Validate rejects bad input before any request.
 func (o *StatusOptions) Validate() error {
