@@ -50,7 +50,10 @@ func TestVersionJSON(t *testing.T) {
 
 type recordingOptions struct{ calls []string }
 
-func (r *recordingOptions) Validate() error { r.calls = append(r.calls, "validate"); return errors.New("bad input") }
+func (r *recordingOptions) Validate() error {
+	r.calls = append(r.calls, "validate")
+	return errors.New("bad input")
+}
 func (r *recordingOptions) Run(context.Context) error {
 	r.calls = append(r.calls, "run")
 	return nil
