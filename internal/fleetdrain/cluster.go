@@ -168,13 +168,9 @@ func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (Clus
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing Placements: %w; nothing was changed", err)
 	}
-	var placements []ocm.Placement
-	for i := range list.Items {
-		var p ocm.Placement
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &p); err != nil {
-			return ClusterReport{}, fmt.Errorf("reading Placement %s/%s: %w", list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
-		}
-		placements = append(placements, p)
+	placements, err := api.ListFromUnstructured[ocm.Placement](list)
+	if err != nil {
+		return ClusterReport{}, err
 	}
 	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }

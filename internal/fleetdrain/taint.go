@@ -10,13 +10,13 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -29,11 +29,7 @@ func getManagedCluster(ctx context.Context, d dynamic.Interface, name string) (*
 	if err != nil {
 		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 	}
-	var mc ocm.ManagedCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mc); err != nil {
-		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
-	}
-	return &mc, nil
+	return api.FromUnstructured[ocm.ManagedCluster](u)
 }
 
 func drainTaintIndex(mc *ocm.ManagedCluster) int {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -65,13 +66,6 @@ func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
 	return h, nil
 }
 
-func fromUnstructured(u *unstructured.Unstructured, into any) error {
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-		return fmt.Errorf("reading %s %s: %w", u.GetKind(), u.GetName(), err)
-	}
-	return nil
-}
-
 // getInto reads one object; found is false when it does not exist.
 func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
@@ -81,7 +75,7 @@ func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name st
 	if err != nil {
 		return false, err
 	}
-	return true, fromUnstructured(u, into)
+	return true, api.DecodeUnstructured(u, into)
 }
 
 // Spoke reads a Spoke of the release namespace; nil when it does not exist.
@@ -157,7 +151,7 @@ func (h *Hub) Hubs(ctx context.Context) ([]fleetconfig.Hub, error) {
 	}
 	out := make([]fleetconfig.Hub, len(l.Items))
 	for i := range l.Items {
-		if err := fromUnstructured(&l.Items[i], &out[i]); err != nil {
+		if err := api.DecodeUnstructured(&l.Items[i], &out[i]); err != nil {
 			return nil, err
 		}
 	}

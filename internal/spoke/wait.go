@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -65,7 +66,7 @@ func one(objs []any, into any) (bool, error) {
 	if len(objs) == 0 {
 		return false, nil
 	}
-	return true, fromUnstructured(objs[0].(*unstructured.Unstructured), into)
+	return true, api.DecodeUnstructured(objs[0].(*unstructured.Unstructured), into)
 }
 
 // WaitJoined follows the Spoke's PHASE, then the ManagedCluster's JOINED

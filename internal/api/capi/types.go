@@ -5,12 +5,11 @@
 package capi
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/spokekit/spokekit/internal/api"
 )
 
 // Group is the Cluster API core group.
@@ -248,24 +247,13 @@ type MachineHealthCheckStatus struct {
 	RemediationsAllowed *int32 `json:"remediationsAllowed,omitempty"`
 }
 
-// FromUnstructured converts an object read with the dynamic client.
+// FromUnstructured is api.FromUnstructured, kept for the Cluster API code
+// that reads it from here.
 func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
-	out := new(T)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return nil, fmt.Errorf("reading %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
-	}
-	return out, nil
+	return api.FromUnstructured[T](u)
 }
 
-// ListFromUnstructured converts every item of a list.
+// ListFromUnstructured is api.ListFromUnstructured.
 func ListFromUnstructured[T any](l *unstructured.UnstructuredList) ([]T, error) {
-	out := make([]T, 0, len(l.Items))
-	for i := range l.Items {
-		t, err := FromUnstructured[T](&l.Items[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
-	}
-	return out, nil
+	return api.ListFromUnstructured[T](l)
 }
