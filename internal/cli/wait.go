@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -53,4 +55,21 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		return TimedOut(fmt.Errorf("timed out after %s waiting for %s; last state: %s", timeout, what, last))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
+}
+
+// ListWatch lists and watches the objects of ri that match the field and
+// label selectors ("": any), the source every wait of the plugins follows.
+func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string) cache.ListerWatcher {
+	narrow := func(o metav1.ListOptions) metav1.ListOptions {
+		o.FieldSelector, o.LabelSelector = fieldSelector, labelSelector
+		return o
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, narrow(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, narrow(o))
+		},
+	}
 }

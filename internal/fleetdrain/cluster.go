@@ -9,10 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -189,13 +186,7 @@ func (o *ClusterOptions) waitMoved(ctx context.Context, cluster string, moves []
 	for _, w := range moves {
 		want[w.Name] = true
 	}
-	ri := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) },
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return ri.Watch(ctx, opts)
-		},
-	}
+	lw := cli.ListWatch(o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster), "", "")
 	return cli.WaitFor(ctx, "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, o.Timeout, p, func(objs []any) (bool, string, error) {
 		left := 0
 		for _, obj := range objs {
