@@ -73,3 +73,28 @@ func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string
 		},
 	}
 }
+
+// Deadline is one --timeout shared by the steps of a multi-step wait: each
+// step waits for what is left of it.
+type Deadline struct {
+	end     time.Time
+	timeout time.Duration
+}
+
+// NewDeadline starts the clock of timeout (0: no limit).
+func NewDeadline(timeout time.Duration) Deadline {
+	return Deadline{end: time.Now().Add(timeout), timeout: timeout}
+}
+
+// Left is what a step may wait: 0 (no limit) without a timeout, and never 0
+// once the time is up, so the step times out at once instead of waiting
+// forever.
+func (d Deadline) Left() time.Duration {
+	if d.timeout == 0 {
+		return 0
+	}
+	if l := time.Until(d.end); l > 0 {
+		return l
+	}
+	return time.Nanosecond
+}

@@ -78,3 +78,11 @@ func TestWaitForPassesCheckErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "Compute Pool")
 	assert.Equal(t, ExitCode(err), ExitFailed)
 }
+
+func TestDeadlineSharedBySteps(t *testing.T) {
+	assert.Equal(t, NewDeadline(0).Left(), time.Duration(0), "no timeout: no limit")
+	d := NewDeadline(time.Hour)
+	assert.Check(t, d.Left() > 59*time.Minute && d.Left() <= time.Hour)
+	spent := Deadline{end: time.Now().Add(-time.Second), timeout: time.Minute}
+	assert.Equal(t, spent.Left(), time.Nanosecond, "time is up: the next step times out at once, it does not wait forever")
+}

@@ -217,7 +217,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Apply && o.Wait && o.DryRun == cli.DryRunNone {
-		if err := hub.WaitJoined(ctx, o.Name, newDeadline(o.Timeout), p); err != nil {
+		if err := hub.WaitJoined(ctx, o.Name, cli.NewDeadline(o.Timeout), p); err != nil {
 			_ = o.print(report)
 			return fmt.Errorf("%w; the secret, values entry and Spoke are in place: run `kubectl spoke status %s` to see why, or the same add again to keep waiting", err, o.Name)
 		}

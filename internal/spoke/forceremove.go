@@ -144,7 +144,7 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	if o.DryRun == cli.DryRunServer {
 		return o.Output.Print(o.Out, r, r.table)
 	}
-	if err := hub.WaitGone(ctx, o.Name, newDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
+	if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
 		_ = o.Output.Print(o.Out, r, r.table)
 		return fmt.Errorf("%w; run the same command again to keep waiting", err)
 	}

@@ -188,7 +188,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if err := hub.WaitGone(ctx, o.Name, newDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
+		if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
 			_ = o.Output.Print(o.Out, r, r.table)
 			return fmt.Errorf("%w; the Spoke is marked for deletion: see kubectl spoke status %s, and if the cluster is gone for good, kubectl spoke force-remove %s", err, o.Name, o.Name)
 		}

@@ -3,7 +3,6 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,26 +28,6 @@ func (h *Hub) watchOne(gvr schema.GroupVersionResource, ns, name string) cache.L
 	return cli.ListWatch(ri, fields.OneTermEqualSelector("metadata.name", name).String(), "")
 }
 
-// deadline is the time left of a wait that spans several steps.
-type deadline struct {
-	end     time.Time
-	timeout time.Duration
-}
-
-func newDeadline(timeout time.Duration) deadline {
-	return deadline{end: time.Now().Add(timeout), timeout: timeout}
-}
-
-func (d deadline) left() time.Duration {
-	if d.timeout == 0 {
-		return 0
-	}
-	if l := time.Until(d.end); l > 0 {
-		return l
-	}
-	return time.Nanosecond
-}
-
 // one returns the single watched object, nil when there is none.
 func one(objs []any, into any) (bool, error) {
 	if len(objs) == 0 {
@@ -59,8 +38,8 @@ func one(objs []any, into any) (bool, error) {
 
 // WaitJoined follows the Spoke's PHASE, then the ManagedCluster's JOINED
 // and AVAILABLE, until the spoke has joined and is available.
-func (h *Hub) WaitJoined(ctx context.Context, name string, d deadline, p *cli.Progress) error {
-	err := cli.WaitFor(ctx, "spoke "+name, h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.left(), p,
+func (h *Hub) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
+	err := cli.WaitFor(ctx, "spoke "+name, h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
 			found, err := one(objs, &s)
@@ -80,7 +59,7 @@ func (h *Hub) WaitJoined(ctx context.Context, name string, d deadline, p *cli.Pr
 	if err != nil {
 		return err
 	}
-	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.left(), p,
+	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var mc ocm.ManagedCluster
 			found, err := one(objs, &mc)
@@ -95,8 +74,8 @@ func (h *Hub) WaitJoined(ctx context.Context, name string, d deadline, p *cli.Pr
 
 // WaitGone waits until the Spoke, the ManagedCluster and the cluster
 // namespace are all gone, saying what holds each up.
-func (h *Hub) WaitGone(ctx context.Context, name string, d deadline, p *cli.Progress) error {
-	err := cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.left(), p,
+func (h *Hub) WaitGone(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
+	err := cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
 			found, err := one(objs, &s)
@@ -112,7 +91,7 @@ func (h *Hub) WaitGone(ctx context.Context, name string, d deadline, p *cli.Prog
 		what string
 		gvr  schema.GroupVersionResource
 	}{{"ManagedCluster " + name, ocm.ManagedClusterResource}, {"namespace " + name, namespaceResource}} {
-		err := cli.WaitFor(ctx, step.what+" to be deleted", h.watchOne(step.gvr, "", name), &unstructured.Unstructured{}, d.left(), p,
+		err := cli.WaitFor(ctx, step.what+" to be deleted", h.watchOne(step.gvr, "", name), &unstructured.Unstructured{}, d.Left(), p,
 			func(objs []any) (bool, string, error) {
 				if len(objs) == 0 {
 					return true, "deleted", nil
