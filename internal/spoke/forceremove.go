@@ -26,9 +26,12 @@ type ForceRemoveOptions struct {
 	Name            string
 	Yes             bool
 	EvenIfReachable bool
-	Timeout         time.Duration
-	DryRun          cli.DryRun
-	Output          *cli.Output
+	// ValuesFile and ReleaseFile, when given, lose the spoke's entry.
+	ValuesFile  string
+	ReleaseFile string
+	Timeout     time.Duration
+	DryRun      cli.DryRun
+	Output      *cli.Output
 
 	f *cli.Factory
 	genericiooptions.IOStreams
@@ -53,10 +56,18 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			kubectl spoke remove, or pass --even-if-reachable), and when that
 			cannot be found out: the ManagedCluster or the kubeconfig secret
 			cannot be read (403, 503, ...) or the API server answers with an
-			error. Asks for confirmation unless --yes.`),
+			error. Asks for confirmation unless --yes.
+
+			With --values (or --helmrelease) the spoke's fleetConfig.spokes entry
+			is removed from that file too, as remove does; without, a spoke that
+			Helm renders gets a warning: the next helm upgrade would register it
+			again.`),
 		Example: templates.Examples(`
 			# The cluster was destroyed; clean up the hub
-			kubectl spoke force-remove spoke-3 --yes`),
+			kubectl spoke force-remove spoke-3 --yes
+
+			# The same, and its entry out of the values file
+			kubectl spoke force-remove spoke-3 --yes --values values.yaml`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE:              cli.RunE(o, o.Complete),
@@ -64,6 +75,10 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation.")
 	cmd.Flags().BoolVar(&o.EvenIfReachable, "even-if-reachable", false, "Force-remove even a spoke that is available and answers.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the hub to finish (0: no limit).")
+	cmd.Flags().StringVar(&o.ValuesFile, "values", "", "Helm values file to remove the spoke's fleetConfig.spokes entry from.")
+	cmd.Flags().StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest to remove the spoke's entry from.")
+	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -84,6 +99,9 @@ func (o *ForceRemoveOptions) Validate() error {
 	}
 	if err := o.f.ValidateNamespace(); err != nil {
 		return err
+	}
+	if o.ValuesFile != "" && o.ReleaseFile != "" {
+		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
 	}
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout must not be negative")
@@ -118,11 +136,18 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 			return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
 		}
 	}
+	edit, err := planValuesRemoval(o.ValuesFile, o.ReleaseFile, o.Name)
+	if err != nil {
+		return err
+	}
 	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch", "delete"), hub.waitGoneAccess()); err != nil {
 		return err
 	}
 	if o.DryRun == cli.DryRunClient {
 		r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "would be set"}, Step{"spoke " + hub.Namespace + "/" + o.Name, "would be deleted"})
+		if err := o.editValues(r, edit, s); err != nil {
+			return err
+		}
 		return o.Output.Print(o.Out, r, r.table)
 	}
 	if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
@@ -141,6 +166,9 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 		}
 	}
 	r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, "deleted"})
+	if err := o.editValues(r, edit, s); err != nil {
+		return fmt.Errorf("%w; the Spoke was deleted: remove the entry by hand", err)
+	}
 	if o.DryRun == cli.DryRunServer {
 		return o.Output.Print(o.Out, r, r.table)
 	}
@@ -151,6 +179,25 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
 	r.Leftovers = Leftovers(s)
 	return o.Output.Print(o.Out, r, r.table)
+}
+
+// editValues removes the spoke's values entry when a file was given (only
+// says so under a dry run), and otherwise warns when Helm renders the spoke.
+func (o *ForceRemoveOptions) editValues(r *RemoveReport, edit *valuesRemoval, s *fleetconfig.Spoke) error {
+	if edit != nil {
+		step, err := edit.apply(o.DryRun)
+		if err != nil {
+			return err
+		}
+		r.Steps = append(r.Steps, step)
+		return nil
+	}
+	if release := HelmRelease(s); release != "" {
+		w := helmWarning(o.Name, release)
+		r.Warnings = append(r.Warnings, w)
+		fmt.Fprintln(o.ErrOut, w)
+	}
+	return nil
 }
 
 // Reachability is what force-remove found out about whether a spoke can

@@ -64,3 +64,9 @@ func TestSetAssignmentsAreCheckedBeforeAnyRequest(t *testing.T) {
 	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "=3",
 		[]string{"set", "spoke-1", "=3"})
 }
+
+// force-remove takes the values file like remove does: one of the two flags.
+func TestForceRemoveTakesOneValuesFile(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--values and --helmrelease",
+		[]string{"force-remove", "spoke-3", "--yes", "--values", "v.yaml", "--helmrelease", "hr.yaml"})
+}
