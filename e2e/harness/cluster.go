@@ -24,6 +24,15 @@ type Env struct {
 
 	mu       sync.Mutex
 	clusters []*Cluster
+	// closers stop what runs against the clusters, before they are deleted.
+	closers []func()
+}
+
+// onClose runs f when the Env closes, before its clusters are deleted.
+func (e *Env) onClose(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closers = append(e.closers, f)
 }
 
 // NewEnv prepares a workdir for a test run's clusters. Under
@@ -81,9 +90,12 @@ func (e *Env) DeleteAll(ctx context.Context) error {
 // Close deletes every cluster of the run and its workdir.
 func (e *Env) Close() {
 	e.mu.Lock()
-	clusters := e.clusters
-	e.clusters = nil
+	clusters, closers := e.clusters, e.closers
+	e.clusters, e.closers = nil, nil
 	e.mu.Unlock()
+	for _, f := range closers {
+		f()
+	}
 	for _, c := range clusters {
 		if out, err := e.Tools.kwokctl(e.clusterDir(c.Name), "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "deleting cluster %s: %v\n%s", c.Name, err, out)

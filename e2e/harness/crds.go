@@ -195,7 +195,16 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	objs, err := decodeYAMLObjects(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// decodeYAMLObjects reads every object of a multi-document YAML stream.
+func decodeYAMLObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var m map[string]any
@@ -203,7 +212,7 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, err
 		}
 		if len(m) == 0 {
 			continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen, krew) from the modules pinned in the tools modules beside
+# kwokctl, controller-gen, krew, the Cluster API managers) from the modules pinned in the tools modules beside
 # this script, all through the Go module proxy. Each module's binaries are
 # cached under a directory keyed by the hash of its go.mod and go.sum, so a
 # pin change rebuilds only that module and a warm run takes seconds.
@@ -55,4 +55,11 @@ build etcd etcd=go.etcd.io/etcd/server/v3
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen
 build krew kubectl-krew=sigs.k8s.io/krew/cmd/krew validate-krew-manifest=sigs.k8s.io/krew/cmd/validate-krew-manifest
+# The kubeadm bootstrap and control-plane managers are both package "kubeadm":
+# each gets its own name.
+build cluster-api \
+  capi-core=sigs.k8s.io/cluster-api/core \
+  capi-kubeadm-bootstrap=sigs.k8s.io/cluster-api/bootstrap/kubeadm \
+  capi-kubeadm-control-plane=sigs.k8s.io/cluster-api/controlplane/kubeadm \
+  capi-docker=sigs.k8s.io/cluster-api/test/infrastructure/docker
 echo "e2e-tools: ready in $bin"
