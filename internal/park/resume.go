@@ -277,7 +277,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(o.Timeout)
+	deadline := newDeadline(o.Timeout)
 	var nodes []string
 	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
@@ -294,13 +294,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	remaining := time.Duration(0)
-	if o.Timeout > 0 {
-		if remaining = time.Until(deadline); remaining <= 0 {
-			remaining = time.Millisecond
-		}
-	}
-	return o.waitNodesReady(ctx, nodes, remaining)
+	return o.waitNodesReady(ctx, nodes, deadline.remaining())
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached through the

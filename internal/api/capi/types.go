@@ -82,6 +82,13 @@ const (
 	KubeconfigSecretKey = "value"
 )
 
+// The Machine condition that tells how its deletion goes, and its reason
+// while the Machine's Node is being drained.
+const (
+	MachineDeletingCondition  = "Deleting"
+	MachineDrainingNodeReason = "DrainingNode"
+)
+
 // Machine phases.
 const (
 	MachinePhasePending      = "Pending"
@@ -112,10 +119,11 @@ type ClusterSpec struct {
 // Topology is a cluster built from a ClusterClass.
 type Topology struct {
 	// ClassRef names the class in v1beta2; Class in v1beta1.
-	ClassRef *ClassRef `json:"classRef,omitempty"`
-	Class    string    `json:"class,omitempty"`
-	Version  string    `json:"version,omitempty"`
-	Workers  *Workers  `json:"workers,omitempty"`
+	ClassRef       *ClassRef `json:"classRef,omitempty"`
+	Class          string    `json:"class,omitempty"`
+	ClassNamespace string    `json:"classNamespace,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	Workers        *Workers  `json:"workers,omitempty"`
 }
 
 // ClassRef names a ClusterClass.
@@ -220,6 +228,27 @@ type MachineSpec struct {
 type MachineStatus struct {
 	Phase   string   `json:"phase,omitempty"`
 	NodeRef *NodeRef `json:"nodeRef,omitempty"`
+	// Conditions are the v1beta2 conditions (status.conditions in v1beta2).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// V1Beta2 carries the same conditions in v1beta1.
+	V1Beta2 *struct {
+		Conditions []metav1.Condition `json:"conditions,omitempty"`
+	} `json:"v1beta2,omitempty"`
+}
+
+// Condition returns the v1beta2 condition of a type, read from either
+// version, or nil.
+func (s MachineStatus) Condition(t string) *metav1.Condition {
+	conds := s.Conditions
+	if s.V1Beta2 != nil {
+		conds = s.V1Beta2.Conditions
+	}
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
 }
 
 // NodeRef names the workload cluster's Node of a Machine.
@@ -268,4 +297,54 @@ func ListFromUnstructured[T any](l *unstructured.UnstructuredList) ([]T, error) 
 		out = append(out, *t)
 	}
 	return out, nil
+}
+
+// ClusterClassResource is the resource of ClusterClasses.
+const ClusterClassResource = "clusterclasses"
+
+// ClusterClass is the class a topology is built from.
+type ClusterClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ClusterClassSpec `json:"spec,omitempty"`
+}
+
+// ClusterClassSpec holds what spokekit reads of a class: its worker classes.
+type ClusterClassSpec struct {
+	Workers struct {
+		MachineDeployments []WorkerClass `json:"machineDeployments,omitempty"`
+	} `json:"workers,omitempty"`
+}
+
+// WorkerClass is one machineDeployment class. Its metadata is applied to
+// every MachineDeployment of the class: at metadata in v1beta2, at
+// template.metadata in v1beta1.
+type WorkerClass struct {
+	Class    string       `json:"class"`
+	Metadata PoolMetadata `json:"metadata,omitempty"`
+	Template struct {
+		Metadata PoolMetadata `json:"metadata,omitempty"`
+	} `json:"template,omitempty"`
+}
+
+// Annotations are the class's annotations for its MachineDeployments, in
+// either version.
+func (w WorkerClass) Annotations() map[string]string {
+	if len(w.Metadata.Annotations) > 0 {
+		return w.Metadata.Annotations
+	}
+	return w.Template.Metadata.Annotations
+}
+
+// Class names the topology's ClusterClass and its namespace: the Cluster's
+// own unless the reference names another.
+func (t Topology) ClassName(clusterNamespace string) (namespace, name string) {
+	namespace, name = t.ClassNamespace, t.Class
+	if t.ClassRef != nil {
+		namespace, name = t.ClassRef.Namespace, t.ClassRef.Name
+	}
+	if namespace == "" {
+		namespace = clusterNamespace
+	}
+	return namespace, name
 }
