@@ -22,6 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -354,4 +357,106 @@ func writeYAML(path string, objs []*unstructured.Unstructured) error {
 		return errors.New("no objects to write to " + path)
 	}
 	return os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644)
+}
+
+// InstallInMemoryClass applies Cluster API's own ClusterClass for the
+// in-memory provider (kubeadm control plane, one worker class
+// "default-worker", DevMachines), from its module, into ns under the given
+// name, with workerAnnotations on its worker class. The simulated machines
+// start in 3 s instead of the template's 10 s, to keep runs short.
+func (c *Cluster) InstallInMemoryClass(ctx context.Context, ns, name string, workerAnnotations map[string]string) error {
+	files, err := ModuleFiles(ctx, CAPITestModule, []string{"infrastructure/docker/templates/clusterclass-in-memory.yaml"})
+	if err != nil {
+		return err
+	}
+	objs, err := readYAMLObjects(files[0])
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		switch o.GetKind() {
+		case "ClusterClass":
+			o.SetName(name)
+			if err := annotateWorkerClasses(o, workerAnnotations); err != nil {
+				return err
+			}
+		case "DevMachineTemplate":
+			if err := unstructured.SetNestedField(o.Object, "3s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration"); err != nil {
+				return err
+			}
+		}
+		if err := c.Apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func annotateWorkerClasses(class *unstructured.Unstructured, annotations map[string]string) error {
+	if len(annotations) == 0 {
+		return nil
+	}
+	mds, _, err := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	if err != nil {
+		return err
+	}
+	for _, md := range mds {
+		a := map[string]any{}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		md.(map[string]any)["metadata"] = map[string]any{"annotations": a}
+	}
+	return unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+}
+
+// TopologyCluster is a Cluster of the ClusterClass class with one
+// control-plane machine and the given machineDeployment pools (YAML list
+// items, e.g. "{class: default-worker, name: md-0, replicas: 3}").
+func TopologyCluster(ns, name, class string, pools ...string) string {
+	manifest := fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  clusterNetwork:
+    services: {cidrBlocks: ["10.128.0.0/12"]}
+    pods: {cidrBlocks: ["192.168.0.0/16"]}
+    serviceDomain: cluster.local
+  topology:
+    classRef: {name: %s}
+    version: v1.37.0
+    controlPlane: {replicas: 1}
+    workers:
+      machineDeployments:
+`, name, ns, class)
+	for _, p := range pools {
+		manifest += "      - " + strings.ReplaceAll(p, "\n", "\n        ") + "\n"
+	}
+	return manifest
+}
+
+// KamajiStandIn creates what stands in for a Kamaji tenant control plane,
+// which cannot run here: two pods labelled kamaji.clastix.io/name=cluster in
+// ns, running on a kwok node of the platform.
+func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
+	const node = "platform-worker"
+	_, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for _, name := range []string{cluster + "-0", cluster + "-1"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kamaji.clastix.io/name": cluster}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.0"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		}
+		if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the Kamaji stand-in pod %s/%s: %w", ns, name, err)
+		}
+	}
+	return nil
 }

@@ -41,17 +41,6 @@ var OCMCRDs = []string{
 	"addon/v1alpha1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml",
 }
 
-// CAPICRDs are the Cluster API CRDs a platform cluster needs, relative to CAPIModule.
-var CAPICRDs = []string{
-	"core/config/crd/bases/cluster.x-k8s.io_clusters.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_clusterclasses.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinesets.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machines.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinepools.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinehealthchecks.yaml",
-}
-
 // ModuleFiles returns the paths of files inside a Go module version, fetched
 // through the module proxy (or the local module cache).
 func ModuleFiles(ctx context.Context, module string, rel []string) ([]string, error) {
