@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 )
 
@@ -447,6 +448,15 @@ func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	// Pods need the namespace's default service account, which the
+	// controller manager creates shortly after the namespace.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
 	}
 	for _, name := range []string{cluster + "-0", cluster + "-1"} {
 		pod := &corev1.Pod{
