@@ -273,28 +273,32 @@ func (o *ParkOptions) waitParked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.remaining(), o.progress,
-		func(objs []any) (bool, string, error) {
-			for _, obj := range objs {
-				u, ok := obj.(*unstructured.Unstructured)
-				if !ok {
-					continue
-				}
-				c, err := capi.FromUnstructured[capi.Cluster](u)
-				if err != nil {
-					return false, "", err
-				}
-				if row := Row(c); row.State != StateParked {
-					var n *int32
-					if w := c.Status.WorkerCounts(); w != nil {
-						n = w.Replicas
-					}
-					return false, fmt.Sprintf("%s: its status still counts %s worker(s)", row.State, countOrDash(n)), nil
-				}
-				return true, "Parked: its status counts no workers", nil
+	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.remaining(), o.progress, clusterParked)
+}
+
+// clusterParked checks the watched Cluster: done when park list would say
+// Parked, that is when the Cluster's own status no longer counts workers
+// (Cluster API updates it a few seconds after the last Machine is gone).
+func clusterParked(objs []any) (bool, string, error) {
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		c, err := capi.FromUnstructured[capi.Cluster](u)
+		if err != nil {
+			return false, "", err
+		}
+		if row := Row(c); row.State != StateParked {
+			var n *int32
+			if w := c.Status.WorkerCounts(); w != nil {
+				n = w.Replicas
 			}
-			return false, "not found", nil
-		})
+			return false, fmt.Sprintf("%s: its status still counts %s worker(s)", row.State, countOrDash(n)), nil
+		}
+		return true, "Parked: its status counts no workers", nil
+	}
+	return false, "not found", nil
 }
 
 func (o *ParkOptions) print(plan *ParkPlan) error {
