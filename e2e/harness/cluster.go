@@ -22,17 +22,24 @@ type Env struct {
 	Tools   Tools
 	Workdir string
 
-	mu       sync.Mutex
-	clusters []*Cluster
-	// closers stop what runs against the clusters, before they are deleted.
-	closers []func()
+	mu        sync.Mutex
+	clusters  []*Cluster
+	processes []*Process
+	failures  []error
+	// ports reserved for components other than clusters, released at Close.
+	ports []int
 }
 
-// onClose runs f when the Env closes, before its clusters are deleted.
-func (e *Env) onClose(f func()) {
+// reservePorts reserves n free ports until the Env closes.
+func (e *Env) reservePorts(n int) ([]int, error) {
+	ports, err := reservePorts(n)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.closers = append(e.closers, f)
+	e.ports = append(e.ports, ports...)
+	e.mu.Unlock()
+	return ports, nil
 }
 
 // NewEnv prepares a workdir for a test run's clusters. Under
@@ -72,6 +79,8 @@ func OpenEnv(dir string) (*Env, error) {
 // DeleteAll deletes every cluster in the workdir, including those of an
 // earlier process.
 func (e *Env) DeleteAll(ctx context.Context) error {
+	e.stopProcesses()
+	e.killLeftProcesses()
 	entries, err := os.ReadDir(filepath.Join(e.Workdir, "clusters"))
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -89,13 +98,12 @@ func (e *Env) DeleteAll(ctx context.Context) error {
 
 // Close deletes every cluster of the run and its workdir.
 func (e *Env) Close() {
+	e.stopProcesses()
 	e.mu.Lock()
-	clusters, closers := e.clusters, e.closers
-	e.clusters, e.closers = nil, nil
+	clusters, ports := e.clusters, e.ports
+	e.clusters, e.ports = nil, nil
 	e.mu.Unlock()
-	for _, f := range closers {
-		f()
-	}
+	releasePorts(ports)
 	for _, c := range clusters {
 		if out, err := e.Tools.kwokctl(e.clusterDir(c.Name), "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "deleting cluster %s: %v\n%s", c.Name, err, out)
@@ -259,3 +267,6 @@ func runContext(ctx context.Context, cmd *exec.Cmd) error {
 		return ctx.Err()
 	}
 }
+
+// Env is the test run the cluster belongs to.
+func (c *Cluster) Env() *Env { return c.env }

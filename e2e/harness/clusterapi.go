@@ -3,32 +3,29 @@ package harness
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
+
+// capiClusters are Cluster API's Clusters, as the harness reads them.
+var capiClusters = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 
 // CAPITestModule holds Cluster API's Docker provider, whose in-memory backend
 // simulates each workload cluster's API server and etcd in process.
@@ -58,7 +55,7 @@ type ClusterAPI struct {
 	// Dir holds the serving certificate and each manager's log.
 	Dir      string
 	platform *Cluster
-	procs    []*exec.Cmd
+	procs    []*Process
 	ports    []int
 }
 
@@ -73,17 +70,12 @@ func (c *Cluster) StartClusterAPI(ctx context.Context) (*ClusterAPI, error) {
 		}
 	}
 	a := &ClusterAPI{Dir: filepath.Join(c.env.Workdir, "cluster-api"), platform: c}
-	c.env.onClose(a.stop)
-	certDir := filepath.Join(a.Dir, "certs")
-	if err := os.MkdirAll(certDir, 0o755); err != nil {
-		return nil, err
-	}
-	caPEM, err := writeServingCert(certDir)
+	caPEM, err := writeServingCert(filepath.Join(a.Dir, "certs"))
 	if err != nil {
 		return nil, err
 	}
 	// Per manager: webhook, health and diagnostics (metrics) ports.
-	if a.ports, err = reservePorts(3 * len(capiManagers)); err != nil {
+	if a.ports, err = c.env.reservePorts(3 * len(capiManagers)); err != nil {
 		return nil, err
 	}
 	for i, m := range capiManagers {
@@ -91,14 +83,14 @@ func (c *Cluster) StartClusterAPI(ctx context.Context) (*ClusterAPI, error) {
 			return nil, err
 		}
 	}
-	a.procs = make([]*exec.Cmd, len(capiManagers))
+	a.procs = make([]*Process, len(capiManagers))
 	for i := range capiManagers {
 		if err := a.start(i); err != nil {
 			return nil, err
 		}
 	}
-	for i, m := range capiManagers {
-		if err := waitReady(ctx, m.name, a.ports[3*i+1], filepath.Join(a.Dir, m.name+".log")); err != nil {
+	for i := range capiManagers {
+		if err := a.waitReady(ctx, i); err != nil {
 			return nil, err
 		}
 	}
@@ -205,56 +197,95 @@ func pointAt(o *unstructured.Unstructured, port int, caPEM []byte) error {
 
 // start runs manager i with its ports: webhook, health, diagnostics.
 func (a *ClusterAPI) start(i int) error {
-	m, ports, certDir := capiManagers[i], a.ports[3*i:3*i+3], filepath.Join(a.Dir, "certs")
-	log, err := os.Create(filepath.Join(a.Dir, m.name+".log"))
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	cmd := exec.Command(filepath.Join(a.platform.env.Tools.Bin, m.name),
+	m, ports := capiManagers[i], a.ports[3*i:3*i+3]
+	p, err := a.platform.env.StartProcess(m.name, m.env, filepath.Join(a.platform.env.Tools.Bin, m.name),
 		"--kubeconfig="+a.platform.Kubeconfig,
 		"--leader-elect=false",
 		"--feature-gates=ClusterTopology=true",
-		"--webhook-cert-dir="+certDir,
+		"--webhook-cert-dir="+filepath.Join(a.Dir, "certs"),
 		fmt.Sprintf("--webhook-port=%d", ports[0]),
 		fmt.Sprintf("--health-addr=127.0.0.1:%d", ports[1]),
 		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", ports[2]),
 		"--insecure-diagnostics",
 	)
-	cmd.Env = append(os.Environ(), m.env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// The managers go with the test process, also when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", m.name, err)
+	a.procs[i] = p
+	return err
+}
+
+// waitReady waits until manager i answers /readyz (its webhook server is
+// serving then).
+func (a *ClusterAPI) waitReady(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", a.ports[3*i+1])
+	err := waitFor(ctx, capiManagers[i].name+" to be ready", func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; the end of %s:\n%s", err, a.procs[i].Log, a.procs[i].Tail(20))
 	}
-	a.procs[i] = cmd
 	return nil
 }
 
-// waitReady waits until a manager answers /readyz (its webhook server is
-// serving then).
-func waitReady(ctx context.Context, name string, port int, log string) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not become ready (log: %s): %w", name, log, ctx.Err())
-		case <-time.After(300 * time.Millisecond):
-		}
+// PointWorkload makes a Cluster's NAME-kubeconfig Secret hold the kubeconfig
+// in path (flattened: a Secret names no local files) and restarts the core
+// manager, whose cluster cache then connects there: to move a workload
+// cluster to another API server, or behind a fault proxy.
+func (a *ClusterAPI) PointWorkload(ctx context.Context, ns, cluster, path string) error {
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return err
 	}
+	if err := clientcmdapi.FlattenConfig(kc); err != nil {
+		return err
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	secrets := a.platform.Kube.CoreV1().Secrets(ns)
+	secret, err := secrets.Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	secret.Data["value"] = data
+	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return a.Restart(ctx, "capi-core")
+}
+
+// WorkloadThroughProxy puts a fault proxy in front of a Cluster's workload
+// API server and points the Cluster's kubeconfig Secret at it, so Cluster
+// API and the plugins both reach the workload cluster through it.
+func (a *ClusterAPI) WorkloadThroughProxy(ctx context.Context, ns, cluster string) (*FaultProxy, error) {
+	secret, err := a.platform.Kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(a.Dir, ns+"-"+cluster+".kubeconfig")
+	if err := os.WriteFile(path, secret.Data["value"], 0o600); err != nil {
+		return nil, err
+	}
+	workload, err := clusterFromKubeconfig(cluster, path)
+	if err != nil {
+		return nil, err
+	}
+	workload.env = a.platform.env
+	proxy, err := workload.StartFaultProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return proxy, a.PointWorkload(ctx, ns, cluster, proxy.Kubeconfig)
 }
 
 // Restart stops and starts one manager (by binary name) and waits until it is
@@ -264,85 +295,13 @@ func (a *ClusterAPI) Restart(ctx context.Context, name string) error {
 		if m.name != name {
 			continue
 		}
-		stopProcess(a.procs[i])
+		a.procs[i].Stop()
 		if err := a.start(i); err != nil {
 			return err
 		}
-		return waitReady(ctx, m.name, a.ports[3*i+1], filepath.Join(a.Dir, m.name+".log"))
+		return a.waitReady(ctx, i)
 	}
 	return fmt.Errorf("no Cluster API manager %q", name)
-}
-
-func (a *ClusterAPI) stop() {
-	for _, p := range a.procs {
-		stopProcess(p)
-	}
-	a.procs = nil
-	releasePorts(a.ports)
-}
-
-// stopProcess asks a manager to stop and kills it when it has not within
-// ten seconds.
-func stopProcess(p *exec.Cmd) {
-	if p == nil || p.Process == nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() { _ = p.Wait(); close(done) }()
-	_ = p.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.Process.Kill()
-		<-done
-	}
-}
-
-// writeServingCert writes a fresh CA's serving certificate for 127.0.0.1 and
-// localhost as tls.crt and tls.key into dir, and returns the CA in PEM.
-func writeServingCert(dir string) ([]byte, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spokekit-e2e-webhook-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
 func writeYAML(path string, objs []*unstructured.Unstructured) error {
@@ -440,11 +399,26 @@ spec:
 }
 
 // KamajiStandIn creates what stands in for a Kamaji tenant control plane,
-// which cannot run here: two pods labelled kamaji.clastix.io/name=cluster in
-// ns, running on a kwok node of the platform.
+// which cannot run here: two pods in ns, running on a kwok node of the
+// platform, labelled kamaji.clastix.io/name=<name of the cluster's control
+// plane> as Kamaji labels them (the Cluster's spec.controlPlaneRef.name,
+// which a topology suffixes: not the cluster's name). The pods are named
+// after the cluster.
 func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
+	var controlPlane string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := c.Dynamic.Resource(capiClusters).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		controlPlane, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneRef", "name")
+		return controlPlane != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for cluster %s/%s to reference its control plane: %w", ns, cluster, err)
+	}
 	const node = "platform-worker"
-	_, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+	_, err = c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
 		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -460,7 +434,7 @@ func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
 	}
 	for _, name := range []string{cluster + "-0", cluster + "-1"} {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kamaji.clastix.io/name": cluster}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kamaji.clastix.io/name": controlPlane}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.0"}},
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 		}

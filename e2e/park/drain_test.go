@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	capiapi "github.com/spokekit/spokekit/internal/api/capi"
 )
@@ -57,18 +56,7 @@ func moveToTenant(t *testing.T, ns, cluster string) {
 		}, metav1.CreateOptions{})
 		assert.NilError(t, err)
 	}
-	// The Secret must not name local files: embed the tenant's credentials.
-	kc, err := clientcmd.LoadFromFile(tenant.Kubeconfig)
-	assert.NilError(t, err)
-	assert.NilError(t, clientcmdapi.FlattenConfig(kc))
-	data, err := clientcmd.Write(*kc)
-	assert.NilError(t, err)
-	secret, err := platform.Kube.CoreV1().Secrets(ns).Get(ctx(t), capiapi.KubeconfigSecretName(cluster), metav1.GetOptions{})
-	assert.NilError(t, err)
-	secret.Data[capiapi.KubeconfigSecretKey] = data
-	_, err = platform.Kube.CoreV1().Secrets(ns).Update(ctx(t), secret, metav1.UpdateOptions{})
-	assert.NilError(t, err)
-	assert.NilError(t, clusterAPI.Restart(ctx(t), "capi-core"))
+	assert.NilError(t, clusterAPI.PointWorkload(ctx(t), ns, cluster, tenant.Kubeconfig))
 	// The Machine controller now reaches the tenant: it annotates the nodes.
 	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 3*time.Minute, true, func(c context.Context) (bool, error) {
 		for _, n := range nodes.Items {

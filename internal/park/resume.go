@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -90,7 +91,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		patch.test(annotationPath(RecordAnnotation), raw)
 		patch.remove(annotationPath(RecordAnnotation))
 	}
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
@@ -223,6 +224,9 @@ func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []stri
 
 // Validate rejects bad flags before any request.
 func (o *ResumeOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -237,9 +241,18 @@ func (o *ResumeOptions) Validate() error {
 
 // Run resumes the cluster and, with --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
+	if err := o.platform.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
 	var replicas *int32
 	if o.replicasSet {
 		replicas = &o.Replicas
+	}
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends on the cluster's nodes, read with its kubeconfig secret.
+		if err := o.platform.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+			return err
+		}
 	}
 	plan, err := applyPlan(ctx, o.platform, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
 		return PlanResume(c, replicas)
@@ -260,7 +273,9 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		waitErr = o.waitWorkersBack(ctx)
+		if waitErr = o.waitWorkersBack(ctx); waitErr != nil {
+			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
+		}
 	}
 	if err := o.print(plan); err != nil {
 		return err
@@ -298,14 +313,22 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached through the
-// platform's kubeconfig secret) until every named node is Ready. When the
-// cluster cannot be reached from here it says so and does not fail: the
-// machines are back, only the last check is missing.
+// platform's kubeconfig secret) until every named node is Ready. A workload
+// cluster that cannot be reached from here ends the wait unfinished (exit 4):
+// the machines are back, but whether their nodes are Ready is not known.
 func (o *ResumeOptions) waitNodesReady(ctx context.Context, names []string, timeout time.Duration) error {
 	kube, _, err := o.platform.ClusterClient(ctx, o.Name, "")
+	if err == nil {
+		// One read first: a watch would retry an unreachable server until
+		// the timeout, and say less.
+		_, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	}
+	if cli.IsRefused(err) {
+		return err
+	}
 	if err != nil {
-		o.progress.Done("nodes of %s: readiness not checked: %v", o.Name, err)
-		return nil
+		o.progress.Done("nodes of %s: not checked", o.Name)
+		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %w; run the same command again to check", len(names), err))
 	}
 	want := sets.New(names...)
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())

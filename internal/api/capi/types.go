@@ -70,7 +70,8 @@ const (
 	MachineAnnotation = "cluster.x-k8s.io/machine"
 
 	// KamajiNameLabel is on the control-plane pods a Kamaji tenant control
-	// plane runs in the cluster's namespace on the platform.
+	// plane runs in the cluster's namespace on the platform; its value is the
+	// name of the control plane (ControlPlaneName), not of the cluster.
 	KamajiNameLabel = "kamaji.clastix.io/name"
 
 	// EventMachineMarkedUnhealthy is the reason of the event the
@@ -112,8 +113,26 @@ type Cluster struct {
 
 // ClusterSpec holds what spokekit reads of a cluster's spec.
 type ClusterSpec struct {
-	Paused   *bool     `json:"paused,omitempty"`
-	Topology *Topology `json:"topology,omitempty"`
+	Paused          *bool      `json:"paused,omitempty"`
+	ControlPlaneRef *ObjectRef `json:"controlPlaneRef,omitempty"`
+	Topology        *Topology  `json:"topology,omitempty"`
+}
+
+// ObjectRef names an object of the cluster's namespace (v1beta2 has
+// apiGroup, v1beta1 apiVersion; only the name is read).
+type ObjectRef struct {
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// ControlPlaneName is the name of the cluster's control plane object, which
+// need not be the cluster's (a topology names it with a random suffix); ""
+// while the cluster references none.
+func ControlPlaneName(c *Cluster) string {
+	if c.Spec.ControlPlaneRef == nil {
+		return ""
+	}
+	return c.Spec.ControlPlaneRef.Name
 }
 
 // Topology is a cluster built from a ClusterClass.
