@@ -53,6 +53,9 @@ func moveToTenant(t *testing.T, ns, cluster string) {
 		_, err := tenant.Kube.CoreV1().Nodes().Create(ctx(t), &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
 			Spec:       corev1.NodeSpec{ProviderID: n.Spec.ProviderID},
+			// A node's status may be set on create; kwok keeps the kubelet
+			// version, which the control plane's controller parses.
+			Status: corev1.NodeStatus{NodeInfo: n.Status.NodeInfo},
 		}, metav1.CreateOptions{})
 		assert.NilError(t, err)
 	}

@@ -28,6 +28,7 @@ metadata:
   namespace: `+namespace+`
 spec:
   paused: true # no controller acts on it
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: `+name+`}
 `))
 	_, err := platform.Kube.CoreV1().Secrets(namespace).Create(ctx(t), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: capiapi.KubeconfigSecretName(name), Namespace: namespace, Labels: map[string]string{capiapi.ClusterNameLabel: name}},
