@@ -151,7 +151,15 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)+o.extraConfig), 0o644); err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"); err != nil {
+	args := []string{"create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"}
+	if o.auditWrites {
+		policy := filepath.Join(e.Workdir, name+".audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditWritesPolicy), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--kube-audit-policy", policy)
+	}
+	if err := e.run(ctx, name, args...); err != nil {
 		return nil, fmt.Errorf("starting cluster %s: %w", name, err)
 	}
 	out, err := e.output(ctx, name, "get", "kubeconfig", "--name", name)

@@ -51,6 +51,9 @@ const (
 	LoseResponse
 	// Stall holds the request without forwarding until the client gives up.
 	Stall
+	// Interleave runs the fault's Interleave function (another writer's
+	// change, say) and then forwards the request: a race the client loses.
+	Interleave
 )
 
 // Fault makes requests fail: from the Nth request (1-based; 0 means the
@@ -65,6 +68,8 @@ type Fault struct {
 	Nth          int
 	Times        int
 	Action       FaultAction
+	// Interleave is what the Interleave action runs before forwarding.
+	Interleave func()
 
 	seen, fired int
 }
@@ -179,7 +184,7 @@ func (p *FaultProxy) For(home string) Command {
 }
 
 // fault returns the action for r, if a fault fires on it.
-func (p *FaultProxy) fault(r *http.Request) (FaultAction, bool) {
+func (p *FaultProxy) fault(r *http.Request) (*Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
@@ -194,19 +199,22 @@ func (p *FaultProxy) fault(r *http.Request) (FaultAction, bool) {
 		}
 		if f.seen >= nth && (times < 0 || f.seen < nth+times) {
 			f.fired++
-			return f.Action, true
+			return f, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	action, ok := p.fault(r)
+	f, ok := p.fault(r)
 	if !ok {
 		p.proxy.ServeHTTP(w, r)
 		return
 	}
-	switch action {
+	switch f.Action {
+	case Interleave:
+		f.Interleave()
+		p.proxy.ServeHTTP(w, r)
 	case Unavailable:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)

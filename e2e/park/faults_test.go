@@ -26,13 +26,13 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	p := platform.WithFault(ctx(t), t, &harness.Fault{PathContains: "/machines", Nth: 2, Times: -1, Action: harness.Unavailable})
 	args := []string{"park", "cluster", "fault-park", "-n", namespace, "--wait", "--timeout", "15s"}
 
-	before := clusterWrites(t)
+	before := parkWrites(t, namespace, "fault-park")
 	r, err := p.For(t.TempDir()).Kubectl(ctx(t), args...)
 	assert.NilError(t, err)
 	assert.Equal(t, r.ExitCode, 4, r)
 	assert.Check(t, is.Contains(r.Stderr, "cluster "+namespace+"/fault-park parked: 2 pool(s) set to 0 replicas"), r)
 	assert.Check(t, is.Contains(r.Stderr, "timed out after 15s waiting for worker machines of fault-park"), r)
-	assert.Equal(t, clusterWrites(t), before+1, "the park was written once")
+	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "the park was written once")
 	parked := getCluster(t, namespace, "fault-park")
 	assert.DeepEqual(t, pools(parked), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=.."})
 	record := parked.Annotations[park.RecordAnnotation]
@@ -41,7 +41,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	r = kubectl(t, append(args[:len(args)-1], "3m")...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, "already parked"), r)
-	assert.Equal(t, clusterWrites(t), before+1, "nothing written again")
+	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "nothing written again")
 	after := getCluster(t, namespace, "fault-park")
 	assert.Equal(t, after.Annotations[park.RecordAnnotation], record, "the first record is kept")
 	assert.Equal(t, runningWorkers(t, namespace, "fault-park"), 0)
@@ -64,14 +64,14 @@ func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
 	assert.NilError(t, err)
 	fault := proxy.Inject(&harness.Fault{UserAgent: "kubectl-park/", Times: -1, Action: harness.Unavailable})
 	args := []string{"park", "resume", "fault-resume", "-n", namespace, "--wait", "--timeout", "3m"}
-	before := clusterWrites(t)
+	before := parkWrites(t, namespace, "fault-resume")
 	r = kubectl(t, args...)
 	assert.Equal(t, r.ExitCode, 4, r)
 	assert.Check(t, proxy.Fired(fault) > 0, "the plugin tried the workload cluster")
 	assert.Check(t, is.Contains(r.Stderr, "cluster "+namespace+"/fault-resume resumed: 2 pool(s) restored"), r)
 	assert.Check(t, is.Contains(r.Stderr, "all 3 worker(s) running"), r)
 	assert.Check(t, is.Contains(r.Stderr, "the readiness of their nodes was not checked"), r)
-	assert.Equal(t, clusterWrites(t), before+1, "one write")
+	assert.Equal(t, parkWrites(t, namespace, "fault-resume"), before+1, "one write")
 	running := []string{"md-0=2 autoscaler=..", "md-1=1 autoscaler=.."}
 	assert.DeepEqual(t, pools(getCluster(t, namespace, "fault-resume")), running)
 
@@ -80,7 +80,7 @@ func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, "is not parked: nothing changed"), r)
 	assert.Check(t, is.Contains(r.Stderr, "nodes Ready: 3 of 3"), r)
-	assert.Equal(t, clusterWrites(t), before+1, "nothing written again")
+	assert.Equal(t, parkWrites(t, namespace, "fault-resume"), before+1, "nothing written again")
 	after := getCluster(t, namespace, "fault-resume")
 	assert.DeepEqual(t, pools(after), running)
 	_, recorded := after.Annotations[park.RecordAnnotation]

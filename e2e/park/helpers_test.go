@@ -6,9 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -110,35 +108,13 @@ func pools(c *capiapi.Cluster) []string {
 	return out
 }
 
-// requestCount matches one series of the API server's request counter.
-var requestCount = regexp.MustCompile(`^apiserver_request_total\{([^}]*)\} (\d+)`)
-
-// clusterWrites counts, from the platform API server's own metrics, the
-// requests that changed a Cluster object itself (not its status): create,
-// update, patch and delete, dry runs left out.
-func clusterWrites(t *testing.T) int {
+// parkWrites counts the plugin's write requests to a Cluster (not its
+// status), dry runs left out, from the platform API server's audit log:
+// the controllers' own writes to the Cluster are not counted.
+func parkWrites(t *testing.T, ns, name string) int {
 	t.Helper()
-	r := kubectl(t, "get", "--raw", "/metrics")
-	assert.Equal(t, r.ExitCode, 0, r)
-	n := 0
-	for _, line := range strings.Split(r.Stdout, "\n") {
-		m := requestCount.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		labels := m[1]
-		if !strings.Contains(labels, `group="cluster.x-k8s.io"`) || !strings.Contains(labels, `resource="clusters"`) ||
-			!strings.Contains(labels, `subresource=""`) || !strings.Contains(labels, `dry_run=""`) {
-			continue
-		}
-		for _, verb := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE"} {
-			if strings.Contains(labels, `verb="`+verb+`"`) {
-				v, err := strconv.Atoi(m[2])
-				assert.NilError(t, err)
-				n += v
-			}
-		}
-	}
+	n, err := platform.Writes(ctx(t), "kubectl-park/", "clusters", ns, name)
+	assert.NilError(t, err)
 	return n
 }
 

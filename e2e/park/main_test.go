@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		env = e
 		g, gctx := errgroup.WithContext(start)
 		g.Go(func() (err error) {
-			if platform, err = env.StartCluster(gctx, "platform"); err != nil {
+			if platform, err = env.StartCluster(gctx, "platform", harness.AuditWrites()); err != nil {
 				return err
 			}
 			if clusterAPI, err = platform.StartClusterAPI(gctx); err != nil {

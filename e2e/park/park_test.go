@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	capiapi "github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/park"
 )
@@ -52,7 +53,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 	})
 
 	t.Run("dry run prints the patch and changes nothing", func(t *testing.T) {
-		before := clusterWrites(t)
+		before := parkWrites(t, namespace, "app")
 		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--dry-run=client", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r)
 		var plan park.ParkPlan
@@ -64,7 +65,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		r = kubectl(t, "park", "cluster", "app", "-n", namespace, "--dry-run=server")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "JSON patch"), r)
-		assert.Equal(t, clusterWrites(t), before, "no write")
+		assert.Equal(t, parkWrites(t, namespace, "app"), before, "no write")
 	})
 
 	t.Run("the topology webhook refuses replicas together with autoscaler annotations", func(t *testing.T) {
@@ -74,37 +75,19 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Check(t, is.Contains(r.Stderr, "if the same MachineDeploymentTopology has autoscaler annotations"), r)
 	})
 
-	t.Run("a change between read and write is not overwritten", func(t *testing.T) {
-		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--dry-run=client", "-o", "json")
-		assert.Equal(t, r.ExitCode, 0, r)
-		var plan park.ParkPlan
-		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &plan), r)
-		// Someone scales md-1 after park read the cluster...
-		_, err := platform.Dynamic.Resource(clusters).Namespace(namespace).Patch(ctx(t), "app", types.JSONPatchType,
-			[]byte(`[{"op":"replace","path":"/spec/topology/workers/machineDeployments/1/replicas","value":4}]`), metav1.PatchOptions{})
-		assert.NilError(t, err)
-		// ...so the patch park planned from the older read fails as a whole.
-		data, err := plan.Patch.JSON()
-		assert.NilError(t, err)
-		r = kubectl(t, "patch", "cluster.cluster.x-k8s.io", "app", "-n", namespace, "--type=json", "-p", string(data))
-		assert.Check(t, r.ExitCode != 0, r)
-		assert.DeepEqual(t, pools(getCluster(t, namespace, "app")), []string{"md-0=3 autoscaler=..", "md-1=4 autoscaler=..", "auto=unset autoscaler=1..5"})
-		waitRunningWorkers(t, namespace, "app", 8)
-	})
-
 	var record string
 	t.Run("park writes the Cluster once; Cluster API scales every pool to zero", func(t *testing.T) {
-		before := clusterWrites(t)
+		before := parkWrites(t, namespace, "app")
 		machinesBefore := clusterMachines(t, namespace, "app")
 		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
-		assert.Equal(t, clusterWrites(t), before+1, "one write to the Cluster, counted by the API server")
+		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write to the Cluster, counted by the API server")
 		after := getCluster(t, namespace, "app")
 		assert.DeepEqual(t, pools(after), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=..", "auto=0 autoscaler=.."})
 		record = after.Annotations[park.RecordAnnotation]
 		rec, err := park.ParseRecord(record)
 		assert.NilError(t, err)
-		assert.Equal(t, *rec.Pools[1].Replicas, int32(4), "the concurrent change is what was recorded")
+		assert.Equal(t, *rec.Pools[1].Replicas, int32(2))
 		assert.Check(t, rec.ParkedBy != "" && rec.ParkedBy != "unknown", rec.ParkedBy)
 		assert.Equal(t, runningWorkers(t, namespace, "app"), 0)
 		// The MachineSets scaled to zero deleted the Machines; the control
@@ -118,7 +101,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 			n, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
 			assert.Equal(t, n, int64(0), s.GetName())
 		}
-		for _, want := range []string{"Survives", "control plane: 2 pod(s)", "Goes", "8 worker machine(s)"} {
+		for _, want := range []string{"Survives", "control plane: 2 pod(s)", "Goes", "6 worker machine(s)"} {
 			assert.Check(t, is.Contains(r.Stdout, want), r)
 		}
 		for _, m := range machinesBefore {
@@ -135,38 +118,38 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		// The wait ended when the platform agreed: list says Parked at once.
 		r = kubectl(t, "park", "list", "-n", namespace)
 		assert.Equal(t, r.ExitCode, 0, r)
-		assert.Check(t, is.Regexp(`(?m)^app\s+Parked\s+0/0\s+\S+\s+md-0=3,md-1=4,auto=1\.\.5\s*$`, r.Stdout), r)
+		assert.Check(t, is.Regexp(`(?m)^app\s+Parked\s+0/0\s+\S+\s+md-0=3,md-1=2,auto=1\.\.5\s*$`, r.Stdout), r)
 	})
 
 	t.Run("parking twice changes nothing and keeps the first record", func(t *testing.T) {
-		before := clusterWrites(t)
+		before := parkWrites(t, namespace, "app")
 		r := kubectl(t, "park", "cluster", "app", "-n", namespace)
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "already parked"), r)
-		assert.Equal(t, clusterWrites(t), before)
+		assert.Equal(t, parkWrites(t, namespace, "app"), before)
 		assert.Equal(t, getCluster(t, namespace, "app").Annotations[park.RecordAnnotation], record)
 	})
 
 	t.Run("resume restores exactly what was recorded, through the real controllers", func(t *testing.T) {
-		before := clusterWrites(t)
+		before := parkWrites(t, namespace, "app")
 		r := kubectl(t, "park", "resume", "app", "-n", namespace, "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
-		assert.Equal(t, clusterWrites(t), before+1, "one write")
+		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write")
 		assert.Check(t, is.Contains(r.Stderr, "machines provisioning"), r)
-		assert.Check(t, is.Contains(r.Stderr, "all 8 worker(s) running"), r)
-		assert.Check(t, is.Contains(r.Stderr, "nodes of app: nodes Ready: 8 of 8"), "the wait ends on Ready nodes: %s", r)
+		assert.Check(t, is.Contains(r.Stderr, "all 6 worker(s) running"), r)
+		assert.Check(t, is.Contains(r.Stderr, "nodes of app: nodes Ready: 6 of 6"), "the wait ends on Ready nodes: %s", r)
 		after := getCluster(t, namespace, "app")
-		assert.DeepEqual(t, pools(after), []string{"md-0=3 autoscaler=..", "md-1=4 autoscaler=..", "auto=unset autoscaler=1..5"})
+		assert.DeepEqual(t, pools(after), []string{"md-0=3 autoscaler=..", "md-1=2 autoscaler=..", "auto=unset autoscaler=1..5"})
 		_, recorded := after.Annotations[park.RecordAnnotation]
 		assert.Check(t, !recorded, "the record is removed")
-		assert.Equal(t, runningWorkers(t, namespace, "app"), 8)
+		assert.Equal(t, runningWorkers(t, namespace, "app"), 6)
 		// The nodes joined the workload cluster and are Ready there.
 		// (The simulated API server serves no table columns: read the condition.)
 		nodes := workload(t, workloadKubeconfig(t, namespace, "app"), "get", "nodes",
 			"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		assert.Equal(t, nodes.ExitCode, 0, nodes)
-		assert.Equal(t, strings.Count(nodes.Stdout, "=True\n"), 9, nodes)
-		running := regexp.MustCompile(`(?m)^app\s+Running\s+8/8\s`)
+		assert.Equal(t, strings.Count(nodes.Stdout, "=True\n"), 7, nodes)
+		running := regexp.MustCompile(`(?m)^app\s+Running\s+6/6\s`)
 		err := wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 			r = kubectl(t, "park", "list", "-n", namespace)
 			return running.MatchString(r.Stdout), nil
@@ -175,11 +158,11 @@ func TestParkAndResumeThreePools(t *testing.T) {
 	})
 
 	t.Run("resuming a running cluster changes nothing", func(t *testing.T) {
-		before := clusterWrites(t)
+		before := parkWrites(t, namespace, "app")
 		r := kubectl(t, "park", "resume", "app", "-n", namespace, "-o", "yaml")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "kind: ResumePlan"), r)
-		assert.Equal(t, clusterWrites(t), before)
+		assert.Equal(t, parkWrites(t, namespace, "app"), before)
 	})
 }
 
@@ -193,11 +176,11 @@ func TestClassAutoscaledPoolIsRefused(t *testing.T) {
 	createCluster(t, otherNS, "scaled", "in-memory-autoscaled", "{class: default-worker, name: md-0}")
 	waitRunningWorkers(t, otherNS, "scaled", 1)
 
-	before := clusterWrites(t)
+	before := parkWrites(t, otherNS, "scaled")
 	r := kubectl(t, "park", "cluster", "scaled", "-n", otherNS)
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "ClusterClass in-memory-autoscaled gives pool(s) md-0 (class default-worker) the cluster autoscaler's min/max annotations"), r)
-	assert.Equal(t, clusterWrites(t), before, "nothing written")
+	assert.Equal(t, parkWrites(t, otherNS, "scaled"), before, "nothing written")
 	// The webhook refuses exactly what park would have had to send.
 	r = kubectl(t, "patch", "cluster.cluster.x-k8s.io", "scaled", "-n", otherNS, "--type=json",
 		"-p", `[{"op":"add","path":"/spec/topology/workers/machineDeployments/0/replicas","value":0}]`)
@@ -219,6 +202,32 @@ func TestClassAutoscaledPoolIsRefused(t *testing.T) {
 		}
 		assert.Check(t, namespaces[namespace] && namespaces[otherNS], r)
 	})
+}
+
+// Another writer scales a pool between park's read of the Cluster and its
+// patch (the fault proxy makes the edit just before the plugin's PATCH
+// reaches the API server): the patch's test of the resourceVersion fails,
+// park reads again and records the other writer's size, not its own stale one.
+func TestParkRacesAConcurrentEdit(t *testing.T) {
+	createCluster(t, namespace, "raced", "in-memory",
+		"{class: default-worker, name: md-0, replicas: 1}",
+		"{class: default-worker, name: md-1, replicas: 1}")
+	edit := func() {
+		_, err := platform.Dynamic.Resource(clusters).Namespace(namespace).Patch(ctx(t), "raced", types.JSONPatchType,
+			[]byte(`[{"op":"replace","path":"/spec/topology/workers/machineDeployments/1/replicas","value":2}]`), metav1.PatchOptions{})
+		assert.Check(t, err)
+	}
+	p := platform.WithFault(ctx(t), t, &harness.Fault{Method: "PATCH", PathContains: "/clusters/raced", Action: harness.Interleave, Interleave: edit})
+	r, err := p.For(t.TempDir()).Kubectl(ctx(t), "park", "cluster", "raced", "-n", namespace)
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 0, r)
+	c := getCluster(t, namespace, "raced")
+	assert.DeepEqual(t, pools(c), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=.."})
+	rec, err := park.ParseRecord(c.Annotations[park.RecordAnnotation])
+	assert.NilError(t, err)
+	assert.Equal(t, *rec.Pools[0].Replicas, int32(1))
+	assert.Equal(t, *rec.Pools[1].Replicas, int32(2), "the other writer's size is recorded, not overwritten")
+	assert.Equal(t, parkWrites(t, namespace, "raced"), 2, "the refused patch and the one re-planned")
 }
 
 func TestRefusalsChangeNothing(t *testing.T) {
@@ -247,11 +256,11 @@ func TestRefusalsChangeNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := clusterWrites(t)
+			before := parkWrites(t, namespace, tc.cluster)
 			r := kubectl(t, append(tc.args, "-n", namespace)...)
 			assert.Equal(t, r.ExitCode, tc.code, r)
 			assert.Check(t, is.Contains(r.Stderr, tc.want), r)
-			assert.Equal(t, clusterWrites(t), before, "nothing changed")
+			assert.Equal(t, parkWrites(t, namespace, tc.cluster), before, "nothing changed")
 		})
 	}
 

@@ -53,9 +53,9 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 	assert.NilError(t, platform.ApplyYAML(ctx(t), fewer))
 	t.Cleanup(func() { assert.Check(t, platform.ApplyYAML(ctx(t), roles)) })
 	assert.NilError(t, as.WaitCanI(ctx(t), false, canPatch...))
-	before := clusterWrites(t)
+	before := parkWrites(t, namespace, "least")
 	r := run("park", "cluster", "least")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch clusters.cluster.x-k8s.io least in namespace "+namespace+"; nothing was changed"), r)
-	assert.Equal(t, clusterWrites(t), before, "nothing written")
+	assert.Equal(t, parkWrites(t, namespace, "least"), before, "nothing written")
 }
