@@ -87,12 +87,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 	g.Go(func() (err error) { d.hub, err = env.StartOCMHub(gctx, "hub"); return err })
 	g.Go(func() (err error) { d.spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
 	g.Go(func() (err error) { d.spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
-	g.Go(func() (err error) {
-		if d.platform, err = env.StartCluster(gctx, "platform"); err != nil {
-			return err
-		}
-		return harness.InstallPlatformCRDs(gctx, d.platform)
-	})
+	g.Go(func() (err error) { d.platform, err = env.StartCluster(gctx, "platform"); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -111,6 +106,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 			fmt.Printf("  export KUBECONFIG=%s   # %s\n", c.Kubeconfig, c.Name)
 		}
 		fmt.Printf("  export PATH=%s:$PATH\n", env.Tools.Plugins)
+		fmt.Println("  (the Cluster API managers stopped with the demo: the platform keeps its objects, nothing reconciles them)")
 		fmt.Println("  make demo-down   # when done")
 	}
 	return nil

@@ -3,45 +3,48 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	standin "github.com/spokekit/spokekit/e2e/standin/capi"
 )
 
 // park parks a Cluster API cluster with three worker pools and resumes it,
-// with the Cluster API stand-in creating machines and registering their
-// nodes in a tenant cluster.
+// on Cluster API's own managers (core, kubeadm bootstrap and control plane,
+// the in-memory provider) running against the platform cluster.
 func (d *Demo) park(ctx context.Context) error {
-	fmt.Println("\n==> kubectl park: a Cluster API cluster with pools of 3, 2 and an autoscaled one")
+	fmt.Println("\n==> kubectl park: a Cluster API cluster with pools of 3, 2 and an autoscaled one, on Cluster API v1.14.2's own controllers")
 	const ns = "dynamo-prod"
-	tenant, err := d.env.StartCluster(ctx, "app", harness.KwokManagesAnnotatedNodesOnly())
-	if err != nil {
+	if _, err := d.platform.StartClusterAPI(ctx); err != nil {
 		return err
 	}
 	if _, err := d.platform.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	capi := standin.New(d.platform, ns)
-	capi.AddTenant("app", tenant)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go capi.Run(runCtx)
-	if err := d.platform.ApplyYAML(ctx, standin.ThreePoolCluster(ns, "app")); err != nil {
+	if err := d.platform.InstallInMemoryClass(ctx, ns, "in-memory", nil); err != nil {
 		return err
 	}
-	fmt.Fprintln(os.Stdout, "\n(the stand-in brings up the workers; resume --wait on a running cluster waits for them)")
+	cluster := harness.TopologyCluster(ns, "app", "in-memory",
+		"{class: default-worker, name: md-0, replicas: 3}",
+		"{class: default-worker, name: md-1, replicas: 2}",
+		`{class: default-worker, name: auto, metadata: {annotations: {cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: "1", cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"}}}`)
+	if err := d.platform.ApplyYAML(ctx, cluster); err != nil {
+		return err
+	}
+	if err := d.platform.KamajiStandIn(ctx, ns, "app"); err != nil {
+		return err
+	}
+	fmt.Println("\n(Cluster API provisions the workers; resume --wait on a running cluster waits for them)")
 	steps := [][]string{
-		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "2m"},
+		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "5m"},
 		{"park", "list", "-n", ns},
 		{"park", "cluster", "app", "-n", ns, "--dry-run=client"},
-		{"park", "cluster", "app", "-n", ns, "--wait", "--timeout", "2m"},
+		{"park", "cluster", "app", "-n", ns, "--wait", "--timeout", "5m"},
 		{"park", "cluster", "app", "-n", ns},
 		{"park", "list", "-n", ns, "-o", "wide"},
-		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "2m"},
+		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "5m"},
+		{"park", "status", "app", "-n", ns},
 	}
 	for _, args := range steps {
 		if err := d.kubectl(ctx, d.platform, args...); err != nil {

@@ -26,6 +26,20 @@ type Env struct {
 	clusters  []*Cluster
 	processes []*Process
 	failures  []error
+	// ports reserved for components other than clusters, released at Close.
+	ports []int
+}
+
+// reservePorts reserves n free ports until the Env closes.
+func (e *Env) reservePorts(n int) ([]int, error) {
+	ports, err := reservePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.ports = append(e.ports, ports...)
+	e.mu.Unlock()
+	return ports, nil
 }
 
 // NewEnv prepares a workdir for a test run's clusters. Under
@@ -86,9 +100,10 @@ func (e *Env) DeleteAll(ctx context.Context) error {
 func (e *Env) Close() {
 	e.stopProcesses()
 	e.mu.Lock()
-	clusters := e.clusters
-	e.clusters = nil
+	clusters, ports := e.clusters, e.ports
+	e.clusters, e.ports = nil, nil
 	e.mu.Unlock()
+	releasePorts(ports)
 	for _, c := range clusters {
 		if out, err := e.Tools.kwokctl(e.clusterDir(c.Name), "delete", "cluster", "--name", c.Name).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "deleting cluster %s: %v\n%s", c.Name, err, out)
@@ -136,7 +151,15 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	if err := os.WriteFile(config, []byte(kwokctlConfig(ports)+o.extraConfig), 0o644); err != nil {
 		return nil, err
 	}
-	if err := e.run(ctx, name, "create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"); err != nil {
+	args := []string{"create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"}
+	if o.auditWrites {
+		policy := filepath.Join(e.Workdir, name+".audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditWritesPolicy), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--kube-audit-policy", policy)
+	}
+	if err := e.run(ctx, name, args...); err != nil {
 		return nil, fmt.Errorf("starting cluster %s: %w", name, err)
 	}
 	out, err := e.output(ctx, name, "get", "kubeconfig", "--name", name)

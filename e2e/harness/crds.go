@@ -30,17 +30,6 @@ const CAPIModule = "sigs.k8s.io/cluster-api@v1.14.2"
 // (the folder also holds templates: only *.crd.yaml are CRDs).
 const OCMHubCRDs = "manifests/cluster-manager/hub/*.crd.yaml"
 
-// CAPICRDs are the Cluster API CRDs a platform cluster needs, relative to CAPIModule.
-var CAPICRDs = []string{
-	"core/config/crd/bases/cluster.x-k8s.io_clusters.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_clusterclasses.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinesets.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machines.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinepools.yaml",
-	"core/config/crd/bases/cluster.x-k8s.io_machinehealthchecks.yaml",
-}
-
 // ModuleGlob returns the files inside a Go module version that match a glob.
 func ModuleGlob(ctx context.Context, module, pattern string) ([]string, error) {
 	dir, err := ModuleFiles(ctx, module, []string{""})
@@ -197,7 +186,16 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	objs, err := decodeYAMLObjects(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// decodeYAMLObjects reads every object of a multi-document YAML stream.
+func decodeYAMLObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var m map[string]any
@@ -205,7 +203,7 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, err
 		}
 		if len(m) == 0 {
 			continue

@@ -51,17 +51,25 @@ const (
 	LoseResponse
 	// Stall holds the request without forwarding until the client gives up.
 	Stall
+	// Interleave runs the fault's Interleave function (another writer's
+	// change, say) and then forwards the request: a race the client loses.
+	Interleave
 )
 
 // Fault makes requests fail: from the Nth request (1-based; 0 means the
-// first) that matches Method and PathContains, Times requests in a row (0
-// means one; -1 means every one until Clear).
+// first) that matches Method, PathContains and UserAgent, Times requests in a
+// row (0 means one; -1 means every one until Clear). UserAgent singles out
+// one client among several that share the proxy (a plugin's is
+// "kubectl-<plugin>/...").
 type Fault struct {
 	Method       string
 	PathContains string
+	UserAgent    string
 	Nth          int
 	Times        int
 	Action       FaultAction
+	// Interleave is what the Interleave action runs before forwarding.
+	Interleave func()
 
 	seen, fired int
 }
@@ -85,7 +93,7 @@ func (f *Fault) matches(r *http.Request) bool {
 			return false
 		}
 	}
-	return strings.Contains(r.URL.Path, f.PathContains)
+	return strings.Contains(r.URL.Path, f.PathContains) && strings.Contains(r.UserAgent(), f.UserAgent)
 }
 
 // StartFaultProxy starts a proxy in front of c that forwards everything until
@@ -176,7 +184,7 @@ func (p *FaultProxy) For(home string) Command {
 }
 
 // fault returns the action for r, if a fault fires on it.
-func (p *FaultProxy) fault(r *http.Request) (FaultAction, bool) {
+func (p *FaultProxy) fault(r *http.Request) (*Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
@@ -191,19 +199,22 @@ func (p *FaultProxy) fault(r *http.Request) (FaultAction, bool) {
 		}
 		if f.seen >= nth && (times < 0 || f.seen < nth+times) {
 			f.fired++
-			return f.Action, true
+			return f, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	action, ok := p.fault(r)
+	f, ok := p.fault(r)
 	if !ok {
 		p.proxy.ServeHTTP(w, r)
 		return
 	}
-	switch action {
+	switch f.Action {
+	case Interleave:
+		f.Interleave()
+		p.proxy.ServeHTTP(w, r)
 	case Unavailable:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)

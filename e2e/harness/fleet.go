@@ -26,15 +26,3 @@ func InstallHubCRDs(ctx context.Context, c *Cluster) error {
 	}
 	return nil
 }
-
-// InstallPlatformCRDs installs the Cluster API CRDs a platform cluster serves.
-func InstallPlatformCRDs(ctx context.Context, c *Cluster) error {
-	capi, err := ModuleFiles(ctx, CAPIModule, CAPICRDs)
-	if err != nil {
-		return err
-	}
-	if err := c.InstallCRDs(ctx, capi...); err != nil {
-		return fmt.Errorf("installing the Cluster API CRDs: %w", err)
-	}
-	return nil
-}

@@ -102,7 +102,7 @@ func (e *Env) StartOCMHub(ctx context.Context, name string) (*OCMHub, error) {
 		{"placement", "controller"},
 		{"work", "manager", "--feature-gates=ManifestWorkReplicaSet=true"},
 	} {
-		ports, err := h.reserve(1)
+		ports, err := h.env.reservePorts(1)
 		if err != nil {
 			return nil, err
 		}
@@ -124,17 +124,6 @@ func (e *Env) StartOCMHub(ctx context.Context, name string) (*OCMHub, error) {
 	return h, nil
 }
 
-func (h *OCMHub) reserve(n int) ([]int, error) {
-	ports, err := reservePorts(n)
-	if err != nil {
-		return nil, err
-	}
-	h.env.mu.Lock()
-	h.ports = append(h.ports, ports...)
-	h.env.mu.Unlock()
-	return ports, nil
-}
-
 func createNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -151,7 +140,7 @@ func (h *OCMHub) startWebhook(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ports, err := h.reserve(1)
+	ports, err := h.env.reservePorts(1)
 	if err != nil {
 		return err
 	}
@@ -277,7 +266,7 @@ func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err := createNamespace(ctx, spoke.Kube, AgentNamespace); err != nil {
 		return err
 	}
-	ports, err := h.reserve(1)
+	ports, err := h.env.reservePorts(1)
 	if err != nil {
 		return err
 	}

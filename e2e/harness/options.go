@@ -6,6 +6,7 @@ type ClusterOption func(*clusterOptions)
 type clusterOptions struct {
 	// extraConfig is appended to the cluster's KwokctlConfiguration.
 	extraConfig string
+	auditWrites bool
 }
 
 // KwokManagesAnnotatedNodesOnly makes the cluster's kwok controller play the
@@ -25,3 +26,19 @@ func KwokManagesAnnotatedNodesOnly() ClusterOption {
 `
 	}
 }
+
+// AuditWrites makes the cluster's API server write an audit log of every
+// write request (metadata only: who, which object, which verb), so a test can
+// count one client's writes among the controllers' (see Cluster.Writes).
+func AuditWrites() ClusterOption {
+	return func(o *clusterOptions) { o.auditWrites = true }
+}
+
+const auditWritesPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`

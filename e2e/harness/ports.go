@@ -16,9 +16,12 @@ import (
 // exclusively in a machine-wide directory until the cluster is deleted.
 var portDir = filepath.Join(os.TempDir(), "spokekit-ports")
 
+// The range stays below 19000 and 20000-30000, which Cluster API's in-memory
+// provider takes for its simulated workload API servers, and below the
+// kernel's ephemeral ports.
 const (
-	portMin   = 20000
-	portRange = 12000
+	portMin   = 10000
+	portRange = 9000
 )
 
 // reservePorts reserves n free TCP ports on the loopback interface.

@@ -1,9 +1,15 @@
 //go:build e2e
 
 // Package park tests `kubectl park` end to end: the built plugin through the
-// built kubectl against a real platform cluster serving the Cluster API CRDs,
-// with a Cluster API stand-in creating machines and registering their nodes
-// in a real tenant cluster.
+// built kubectl against a platform cluster (kwokctl) on which Cluster API
+// v1.14.2's own managers run as local processes: core (topology,
+// MachineDeployment, MachineSet, Machine with drain, MachineHealthCheck),
+// kubeadm bootstrap, kubeadm control plane and the Docker provider's
+// in-memory backend, which simulates each workload cluster's API server and
+// etcd. A second kwokctl cluster serves as a workload cluster where the
+// simulated one cannot serve a scenario (evictions, PVCs, CSRs: see
+// drain_test.go). The only stand-in left is the Kamaji control-plane pods,
+// labelled pods the tests create on the platform.
 package park
 
 import (
@@ -16,15 +22,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	standin "github.com/spokekit/spokekit/e2e/standin/capi"
 )
 
-const namespace = "dynamo-prod"
+// The clusters live in two Environment namespaces, to show park list -A.
+const (
+	namespace = "dynamo-prod"
+	otherNS   = "dynamo-dev"
+)
 
 var (
 	env              *harness.Env
 	platform, tenant *harness.Cluster
-	capi             *standin.StandIn
+	clusterAPI       *harness.ClusterAPI
 )
 
 func TestMain(m *testing.M) {
@@ -32,24 +41,26 @@ func TestMain(m *testing.M) {
 		env = e
 		g, gctx := errgroup.WithContext(start)
 		g.Go(func() (err error) {
-			if platform, err = env.StartCluster(gctx, "platform"); err != nil {
+			if platform, err = env.StartCluster(gctx, "platform", harness.AuditWrites()); err != nil {
 				return err
 			}
-			if err := harness.InstallPlatformCRDs(gctx, platform); err != nil {
+			if clusterAPI, err = platform.StartClusterAPI(gctx); err != nil {
 				return err
 			}
-			_, err = platform.Kube.CoreV1().Namespaces().Create(gctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
-			return err
+			for _, ns := range []string{namespace, otherNS} {
+				if _, err := platform.Kube.CoreV1().Namespaces().Create(gctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				if err := platform.InstallInMemoryClass(gctx, ns, "in-memory", nil); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		g.Go(func() (err error) {
 			tenant, err = env.StartCluster(gctx, "tenant", harness.KwokManagesAnnotatedNodesOnly())
 			return err
 		})
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-		capi = standin.New(platform, namespace)
-		go capi.Run(run)
-		return nil, nil
+		return nil, g.Wait()
 	}))
 }

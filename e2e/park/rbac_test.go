@@ -36,13 +36,13 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 		assert.NilError(t, err)
 		return r
 	}
-	createCluster(t, "least")
-	waitRunning(t, "least", 6)
+	createCluster(t, namespace, "least", "in-memory", "{class: default-worker, name: md-0, replicas: 2}")
+	waitRunningWorkers(t, namespace, "least", 2)
 	for _, args := range [][]string{
-		{"park", "cluster", "least", "--wait", "--timeout", "2m"},
+		{"park", "cluster", "least", "--wait", "--timeout", "3m"},
 		{"park", "list"},
 		{"park", "status", "least"},
-		{"park", "resume", "least", "--wait", "--timeout", "2m"},
+		{"park", "resume", "least", "--wait", "--timeout", "3m"},
 	} {
 		r := run(args...)
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
@@ -53,9 +53,9 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 	assert.NilError(t, platform.ApplyYAML(ctx(t), fewer))
 	t.Cleanup(func() { assert.Check(t, platform.ApplyYAML(ctx(t), roles)) })
 	assert.NilError(t, as.WaitCanI(ctx(t), false, canPatch...))
-	before := getCluster(t, "least").Generation
+	before := parkWrites(t, namespace, "least")
 	r := run("park", "cluster", "least")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch clusters.cluster.x-k8s.io least in namespace "+namespace+"; nothing was changed"), r)
-	assert.Equal(t, getCluster(t, "least").Generation, before)
+	assert.Equal(t, parkWrites(t, namespace, "least"), before, "nothing written")
 }

@@ -28,6 +28,7 @@ metadata:
   namespace: `+namespace+`
 spec:
   paused: true # no controller acts on it
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DevCluster, name: `+name+`}
 `))
 	_, err := platform.Kube.CoreV1().Secrets(namespace).Create(ctx(t), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: capiapi.KubeconfigSecretName(name), Namespace: namespace, Labels: map[string]string{capiapi.ClusterNameLabel: name}},
@@ -43,7 +44,7 @@ func TestClusterKubeconfigSecretNeverRunsExecPlugins(t *testing.T) {
 	execConfig, err := tenant.ExecKubeconfig(t.TempDir())
 	assert.NilError(t, err)
 	bareCluster(t, "untrusted", execConfig)
-	before := getCluster(t, "untrusted").ResourceVersion
+	before := getCluster(t, namespace, "untrusted").ResourceVersion
 	for _, args := range [][]string{
 		{"status", "untrusted"},
 		{"cluster", "untrusted", "--wait", "--timeout", "1m"},
@@ -60,7 +61,7 @@ func TestClusterKubeconfigSecretNeverRunsExecPlugins(t *testing.T) {
 			assert.Check(t, is.Contains(r.Stderr, "refusing the kubeconfig in secret "+namespace+"/untrusted-kubeconfig"), r)
 		})
 	}
-	assert.Equal(t, getCluster(t, "untrusted").ResourceVersion, before, "the Cluster is untouched")
+	assert.Equal(t, getCluster(t, namespace, "untrusted").ResourceVersion, before, "the Cluster is untouched")
 }
 
 // At -v=10 client-go logs request and response bodies; the secret these

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen, krew, Open Cluster Management) from the modules pinned
-# in the tools modules beside this script, all through the Go module proxy. Each
-# module's binaries are cached under a directory keyed by the hash of its go.mod,
-# go.sum and Go files, so a change rebuilds only that module and a warm run takes
-# seconds.
+# kwokctl, controller-gen, krew, Open Cluster Management, the Cluster API
+# managers) from the modules pinned in the tools modules beside this script, all
+# through the Go module proxy. Each module's binaries are cached under a
+# directory keyed by the hash of its go.mod, go.sum and Go files, so a change
+# rebuilds only that module and a warm run takes seconds.
 #
 # usage: build.sh BIN_DIR   (BIN_DIR gets links to every tool)
 set -euo pipefail
@@ -58,4 +58,11 @@ build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-
 build krew kubectl-krew=sigs.k8s.io/krew/cmd/krew validate-krew-manifest=sigs.k8s.io/krew/cmd/validate-krew-manifest
 # One binary with upstream's hub controllers, registration webhook and agent (see main.go).
 build ocm ocm=.
+# The kubeadm bootstrap and control-plane managers are both package "kubeadm":
+# each gets its own name.
+build cluster-api \
+  capi-core=sigs.k8s.io/cluster-api/core \
+  capi-kubeadm-bootstrap=sigs.k8s.io/cluster-api/bootstrap/kubeadm \
+  capi-kubeadm-control-plane=sigs.k8s.io/cluster-api/controlplane/kubeadm \
+  capi-docker=sigs.k8s.io/cluster-api/test/infrastructure/docker
 echo "e2e-tools: ready in $bin"

@@ -9,6 +9,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -151,4 +152,31 @@ func TestClusterClientErrorsNameNoFlag(t *testing.T) {
 	view, err := status.clusterView(context.Background())
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(view.Error, "pass --cluster-kubeconfig FILE"))
+}
+
+// Kamaji labels its pods with the name of the control plane, which a
+// topology names after the cluster with a suffix: the pods of a control
+// plane whose name differs from the cluster's are found, and a cluster's
+// name on someone else's pods finds nothing.
+func TestControlPlanePodsFollowTheControlPlaneRef(t *testing.T) {
+	c := threePools()
+	c.Spec.ControlPlaneRef = &capi.ObjectRef{Kind: "KamajiControlPlane", Name: "app-x7k2p"}
+	p, _ := fakePlatform(t, c, nil)
+	for name, label := range map[string]string{"tcp-0": "app-x7k2p", "tcp-1": "app-x7k2p", "other": "app"} {
+		_, err := p.Kube.CoreV1().Pods(c.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: c.Namespace, Labels: map[string]string{capi.KamajiNameLabel: label}}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+	}
+	pods, err := p.ControlPlanePods(context.Background(), c)
+	assert.NilError(t, err)
+	var names []string
+	for _, pod := range pods {
+		names = append(names, pod.Name)
+	}
+	assert.DeepEqual(t, names, []string{"tcp-0", "tcp-1"})
+
+	c.Spec.ControlPlaneRef = nil
+	pods, err = p.ControlPlanePods(context.Background(), c)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(pods, 0), "no control plane referenced yet")
 }

@@ -224,6 +224,13 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	}
 	by := p.WhoAmI(ctx)
 	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
+		class, err := p.clusterClass(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseClassAutoscaled(c, class); err != nil {
+			return nil, err
+		}
 		return PlanPark(c, o.now(), by)
 	})
 	if err != nil {
@@ -242,7 +249,7 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitMachinesGone(ctx); waitErr == nil {
+		if waitErr = o.waitParked(ctx); waitErr == nil {
 			plan.Survivors = o.survivors(ctx, before)
 		} else {
 			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
@@ -254,8 +261,13 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	return waitErr
 }
 
-func (o *ParkOptions) waitMachinesGone(ctx context.Context) error {
-	return cli.WaitFor(ctx, "worker machines of "+o.Name, o.platform.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+// waitParked follows the worker Machines until they are gone, naming those
+// whose drain a PodDisruptionBudget holds up, and then the Cluster until its
+// own status no longer counts workers, so that park list agrees the cluster
+// is parked. Both waits share the one --timeout.
+func (o *ParkOptions) waitParked(ctx context.Context) error {
+	deadline := newDeadline(o.Timeout)
+	err := cli.WaitFor(ctx, "worker machines of "+o.Name, o.platform.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {
@@ -264,8 +276,41 @@ func (o *ParkOptions) waitMachinesGone(ctx context.Context) error {
 			if len(ms) == 0 {
 				return true, "all gone", nil
 			}
-			return false, fmt.Sprintf("%d left (%s)", len(ms), machinePhases(ms)), nil
+			state := fmt.Sprintf("%d left (%s)", len(ms), machinePhases(ms))
+			for _, b := range drainBlocks(ms) {
+				state += "; " + b.String()
+			}
+			return false, state, nil
 		})
+	if err != nil {
+		return err
+	}
+	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.remaining(), o.progress, clusterParked)
+}
+
+// clusterParked checks the watched Cluster: done when park list would say
+// Parked, that is when the Cluster's own status no longer counts workers
+// (Cluster API updates it a few seconds after the last Machine is gone).
+func clusterParked(objs []any) (bool, string, error) {
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		c, err := capi.FromUnstructured[capi.Cluster](u)
+		if err != nil {
+			return false, "", err
+		}
+		if row := Row(c); row.State != StateParked {
+			var n *int32
+			if w := c.Status.WorkerCounts(); w != nil {
+				n = w.Replicas
+			}
+			return false, fmt.Sprintf("%s: its status still counts %s worker(s)", row.State, countOrDash(n)), nil
+		}
+		return true, "Parked: its status counts no workers", nil
+	}
+	return false, "not found", nil
 }
 
 func (o *ParkOptions) print(plan *ParkPlan) error {

@@ -9,6 +9,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -132,4 +134,29 @@ func TestPlanRefusals(t *testing.T) {
 	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
 	_, err = PlanResume(badRecord, nil)
 	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+}
+
+func TestParkWaitEndsWhenTheClusterStatusAgrees(t *testing.T) {
+	parked := applyToCluster(t, threePools(), func(c *capi.Cluster) Patch {
+		p, err := PlanPark(c, parkedAt, "alice")
+		assert.NilError(t, err)
+		return p.Patch
+	})
+	status := func(replicas int32) []any {
+		c := *parked
+		c.Status.Workers = &capi.ReplicaCounts{DesiredReplicas: int32Ptr(0), Replicas: int32Ptr(replicas), ReadyReplicas: int32Ptr(0)}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		assert.NilError(t, err)
+		return []any{&unstructured.Unstructured{Object: u}}
+	}
+	// The Machines are gone, but the Cluster still counts two workers:
+	// park list says Parking, so the wait goes on.
+	done, state, err := clusterParked(status(2))
+	assert.NilError(t, err)
+	assert.Check(t, !done)
+	assert.Equal(t, state, "Parking: its status still counts 2 worker(s)")
+	done, state, err = clusterParked(status(0))
+	assert.NilError(t, err)
+	assert.Check(t, done)
+	assert.Equal(t, state, "Parked: its status counts no workers")
 }

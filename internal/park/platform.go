@@ -3,12 +3,16 @@ package park
 import (
 	"context"
 	"fmt"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -73,6 +77,20 @@ func (p *Platform) Cluster(ctx context.Context, name string) (*capi.Cluster, err
 		return nil, fmt.Errorf("reading cluster %s/%s: %w", p.Namespace, name, err)
 	}
 	return capi.FromUnstructured[capi.Cluster](u)
+}
+
+// ControlPlanePods lists the pods of a Kamaji control plane on the platform,
+// labelled with the name of the cluster's control plane object.
+func (p *Platform) ControlPlanePods(ctx context.Context, c *capi.Cluster) ([]corev1.Pod, error) {
+	name := capi.ControlPlaneName(c)
+	if name == "" {
+		return nil, nil
+	}
+	pods, err := p.Kube.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{capi.KamajiNameLabel: name}).String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the control-plane pods of %s (%s=%s): %w", c.Name, capi.KamajiNameLabel, name, err)
+	}
+	return pods.Items, nil
 }
 
 // Clusters lists the clusters of the namespace ("" for all) in one request.
@@ -190,6 +208,42 @@ func (p *Platform) machineWatch(cluster string) cache.ListerWatcher {
 			return ri.Watch(ctx, o)
 		},
 	}
+}
+
+// clusterWatch lists and watches one Cluster.
+func (p *Platform) clusterWatch(name string) cache.ListerWatcher {
+	ri := p.resource(capi.ClusterResource).Namespace(p.Namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return ri.Watch(ctx, o)
+		},
+	}
+}
+
+// deadline is the end of one --timeout shared by consecutive waits; zero
+// waits forever.
+type deadline struct {
+	timeout time.Duration
+	end     time.Time
+}
+
+func newDeadline(timeout time.Duration) deadline {
+	return deadline{timeout: timeout, end: time.Now().Add(timeout)}
+}
+
+// remaining is the timeout left for the next wait: at least a millisecond,
+// so a spent timeout times out rather than waiting forever.
+func (d deadline) remaining() time.Duration {
+	if d.timeout == 0 {
+		return 0
+	}
+	return max(time.Until(d.end), time.Millisecond)
 }
 
 // workerMachines keeps the Machines a worker pool owns (not the control plane's).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -291,7 +292,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(o.Timeout)
+	deadline := newDeadline(o.Timeout)
 	var nodes []string
 	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
@@ -308,24 +309,26 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	remaining := time.Duration(0)
-	if o.Timeout > 0 {
-		if remaining = time.Until(deadline); remaining <= 0 {
-			remaining = time.Millisecond
-		}
-	}
-	return o.waitNodesReady(ctx, nodes, remaining)
+	return o.waitNodesReady(ctx, nodes, deadline.remaining())
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached through the
-// platform's kubeconfig secret) until every named node is Ready. When the
-// cluster cannot be reached from here it says so and does not fail: the
-// machines are back, only the last check is missing.
+// platform's kubeconfig secret) until every named node is Ready. A workload
+// cluster that cannot be reached from here ends the wait unfinished (exit 4):
+// the machines are back, but whether their nodes are Ready is not known.
 func (o *ResumeOptions) waitNodesReady(ctx context.Context, names []string, timeout time.Duration) error {
 	kube, _, err := o.platform.ClusterClient(ctx, o.Name, "")
+	if err == nil {
+		// One read first: a watch would retry an unreachable server until
+		// the timeout, and say less.
+		_, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	}
+	if cli.IsRefused(err) {
+		return err
+	}
 	if err != nil {
-		o.progress.Done("nodes of %s: readiness not checked: %v", o.Name, err)
-		return nil
+		o.progress.Done("nodes of %s: not checked", o.Name)
+		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %w; run the same command again to check", len(names), err))
 	}
 	want := sets.New(names...)
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())

@@ -44,8 +44,12 @@ type PlatformView struct {
 
 // PoolHealth is one worker pool's machines.
 type PoolHealth struct {
-	Kind     string `json:"kind"`
+	Kind string `json:"kind"`
+	// Name is the pool's name in the topology; Object is the name of its
+	// MachineDeployment or MachinePool, which Cluster API derives from the
+	// cluster's and the pool's names and a random suffix.
 	Name     string `json:"name"`
+	Object   string `json:"object"`
 	Ready    int32  `json:"ready"`
 	Desired  int32  `json:"desired"`
 	Replaced int    `json:"replaced"`
@@ -65,7 +69,17 @@ type ClusterView struct {
 	NotReadyNodes  []string `json:"notReadyNodes"`
 	PodsNotRunning []string `json:"podsNotRunning"`
 	PendingCSRs    []string `json:"pendingCSRs"`
+	// Unavailable says, per part (pods, certificate signing requests), why
+	// it could not be listed: a workload API server may not serve every
+	// resource, and the other parts are still worth showing.
+	Unavailable map[string]string `json:"unavailable,omitempty"`
 }
+
+// The parts of the cluster's view that can be unavailable on their own.
+const (
+	partPods = "pods"
+	partCSRs = "certificate signing requests"
+)
 
 // PlatformObjects is what the platform view is made from.
 type PlatformObjects struct {
@@ -86,16 +100,20 @@ type PlatformObjects struct {
 func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) PlatformView {
 	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window}}
 	owner := map[string]int{}
-	add := func(kind, name string, spec *int32, st capi.MachineSetStatus) {
-		p := PoolHealth{Kind: kind, Name: name, Ready: deref(st.ReadyReplicas), Desired: deref(spec)}
-		owner[name] = len(v.Pools)
+	add := func(kind string, meta metav1.ObjectMeta, topologyLabel string, spec *int32, st capi.MachineSetStatus) {
+		name := meta.Name
+		if n := meta.Labels[topologyLabel]; n != "" {
+			name = n
+		}
+		p := PoolHealth{Kind: kind, Name: name, Object: meta.Name, Ready: deref(st.ReadyReplicas), Desired: deref(spec)}
+		owner[meta.Name] = len(v.Pools)
 		v.Pools = append(v.Pools, p)
 	}
 	for _, d := range o.Deployments {
-		add("MachineDeployment", d.Name, d.Spec.Replicas, d.Status)
+		add("MachineDeployment", d.ObjectMeta, capi.TopologyDeploymentNameLabel, d.Spec.Replicas, d.Status)
 	}
 	for _, p := range o.Pools {
-		add("MachinePool", p.Name, p.Spec.Replicas, p.Status)
+		add("MachinePool", p.ObjectMeta, capi.TopologyPoolNameLabel, p.Spec.Replicas, p.Status)
 	}
 	machinePool := map[string]string{}
 	for _, m := range o.Machines {
@@ -286,11 +304,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if objs.HealthChecks, err = p.healthChecks(ctx, o.Name); err != nil {
 		return err
 	}
-	pods, err := p.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: capi.KamajiNameLabel + "=" + o.Name})
-	if err != nil {
-		return fmt.Errorf("listing the control-plane pods of %s: %w", o.Name, err)
+	if objs.Pods, err = p.ControlPlanePods(ctx, c); err != nil {
+		return err
 	}
-	objs.Pods = pods.Items
 	events, err := p.Kube.CoreV1().Events(o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", capi.EventMachineMarkedUnhealthy).String()})
 	if err != nil {
 		return fmt.Errorf("listing machine health events in %s: %w", o.Namespace, err)
@@ -330,16 +346,22 @@ func (o *StatusOptions) clusterView(ctx context.Context) (ClusterView, error) {
 	if err != nil {
 		return fail("nodes", err), nil
 	}
+	unavailable := map[string]string{}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
 	if err != nil {
-		return fail("pods", err), nil
+		pods = &corev1.PodList{}
+		unavailable[partPods] = err.Error()
 	}
 	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail("certificate signing requests", err), nil
+		csrs = &certv1.CertificateSigningRequestList{}
+		unavailable[partCSRs] = err.Error()
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
 	v.Source = source
+	if len(unavailable) > 0 {
+		v.Unavailable = unavailable
+	}
 	return v, nil
 }
 
@@ -380,11 +402,19 @@ func (r StatusReport) write(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  NotReady nodes: %s\n", noneOr(cv.NotReadyNodes))
-	fmt.Fprintf(w, "  Pods not Running: %s\n", noneOr(cv.PodsNotRunning))
-	fmt.Fprintf(w, "  Pending CSRs: %s\n", noneOr(cv.PendingCSRs))
+	fmt.Fprintf(w, "  Pods not Running: %s\n", cv.part(partPods, cv.PodsNotRunning))
+	fmt.Fprintf(w, "  Pending CSRs: %s\n", cv.part(partCSRs, cv.PendingCSRs))
 	if len(cv.PendingCSRs) > 0 {
 		fmt.Fprintln(w, "  ! Pending CSRs should be approved automatically; many of them usually mean the cluster's bootstrap path is broken. Report them rather than approving them by hand.")
 	}
+}
+
+// part shows one part of the view, or why it could not be listed.
+func (cv ClusterView) part(name string, items []string) string {
+	if reason, ok := cv.Unavailable[name]; ok {
+		return "not available (listing " + name + ": " + reason + ")"
+	}
+	return noneOr(items)
 }
 
 func noneOr(items []string) string {

@@ -2,6 +2,7 @@ package park
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,21 +25,23 @@ func TestStatusCountsReplacementsPerPool(t *testing.T) {
 	objs := PlatformObjects{
 		Cluster: &capi.Cluster{Status: capi.ClusterStatus{Phase: "Provisioned"}},
 		Deployments: []capi.MachineDeployment{
-			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0"}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(3)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(2)}},
+			// Cluster API names a topology's MachineDeployment with a random
+			// suffix and labels it with the pool's name, which status shows.
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(3)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(2)}},
 			// A name that is a prefix of another pool's must not take its machines.
 			{ObjectMeta: metav1.ObjectMeta{Name: "app-md"}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(1)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(1)}},
 		},
 		Machines: []capi.Machine{
-			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-aaaaa", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0"}}, Status: capi.MachineStatus{Phase: "Running"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-aaaaa", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0-x7k2p"}}, Status: capi.MachineStatus{Phase: "Running"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-x1"}, Status: capi.MachineStatus{Phase: "Provisioning"}},
 		},
 		HealthChecks: []capi.MachineHealthCheck{{ObjectMeta: metav1.ObjectMeta{Name: "app-workers"}, Status: capi.MachineHealthCheckStatus{ExpectedMachines: int32Ptr(4), CurrentHealthy: int32Ptr(3)}}},
 		Pods:         []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
 		Events: []corev1.Event{
-			unhealthyEvent("app-md-0-gone1", now.Add(-time.Minute)),
-			unhealthyEvent("app-md-0-gone2", now.Add(-2*time.Minute)),
+			unhealthyEvent("app-md-0-x7k2p-gone1", now.Add(-time.Minute)),
+			unhealthyEvent("app-md-0-x7k2p-gone2", now.Add(-2*time.Minute)),
 			unhealthyEvent("app-md-0-aaaaa", now.Add(-3*time.Minute)),
-			unhealthyEvent("app-md-0-old", now.Add(-2*time.Hour)),
+			unhealthyEvent("app-md-0-x7k2p-old", now.Add(-2*time.Hour)),
 			unhealthyEvent("app-md-x2", now.Add(-time.Minute)),
 		},
 	}
@@ -57,4 +60,15 @@ func TestStatusCountsReplacementsPerPool(t *testing.T) {
 	var out bytes.Buffer
 	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: pv, Cluster: cv}.write(&out)
 	golden.Assert(t, out.String(), "status.golden")
+}
+
+func TestStatusShowsWhatTheClusterCouldServe(t *testing.T) {
+	// Cluster API's simulated workload API server serves nodes and pods but
+	// not certificate signing requests: the nodes are still shown.
+	cv := BuildClusterView(nil, nil, nil)
+	cv.Source = "secret dynamo-prod/app-kubeconfig"
+	cv.Unavailable = map[string]string{partCSRs: "the server could not find the requested resource"}
+	var out bytes.Buffer
+	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: BuildPlatformView(PlatformObjects{Cluster: &capi.Cluster{}}, parkedAt, time.Hour), Cluster: cv}.write(&out)
+	assert.Check(t, strings.Contains(out.String(), "  NotReady nodes: none\n  Pods not Running: none\n  Pending CSRs: not available (listing certificate signing requests: the server could not find the requested resource)\n"), out.String())
 }

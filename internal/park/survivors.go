@@ -70,9 +70,13 @@ func (o *ParkOptions) survivors(ctx context.Context, before []capi.Machine) *Sur
 		}
 	}
 	sort.Strings(s.RemovedMachines)
-	pods, err := p.Kube.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: capi.KamajiNameLabel + "=" + o.Name})
+	c, err := p.Cluster(ctx, o.Name)
+	var pods []corev1.Pod
 	if err == nil {
-		for _, pod := range pods.Items {
+		pods, err = p.ControlPlanePods(ctx, c)
+	}
+	if err == nil {
+		for _, pod := range pods {
 			s.ControlPlanePods = append(s.ControlPlanePods, pod.Name+" ("+string(pod.Status.Phase)+")")
 		}
 	}

@@ -69,7 +69,8 @@ const (
 	MachineAnnotation = "cluster.x-k8s.io/machine"
 
 	// KamajiNameLabel is on the control-plane pods a Kamaji tenant control
-	// plane runs in the cluster's namespace on the platform.
+	// plane runs in the cluster's namespace on the platform; its value is the
+	// name of the control plane (ControlPlaneName), not of the cluster.
 	KamajiNameLabel = "kamaji.clastix.io/name"
 
 	// EventMachineMarkedUnhealthy is the reason of the event the
@@ -79,6 +80,13 @@ const (
 	// KubeconfigSecretKey is the key of the admin kubeconfig in the
 	// NAME-kubeconfig secret.
 	KubeconfigSecretKey = "value"
+)
+
+// The Machine condition that tells how its deletion goes, and its reason
+// while the Machine's Node is being drained.
+const (
+	MachineDeletingCondition  = "Deleting"
+	MachineDrainingNodeReason = "DrainingNode"
 )
 
 // Machine phases.
@@ -104,17 +112,36 @@ type Cluster struct {
 
 // ClusterSpec holds what spokekit reads of a cluster's spec.
 type ClusterSpec struct {
-	Paused   *bool     `json:"paused,omitempty"`
-	Topology *Topology `json:"topology,omitempty"`
+	Paused          *bool      `json:"paused,omitempty"`
+	ControlPlaneRef *ObjectRef `json:"controlPlaneRef,omitempty"`
+	Topology        *Topology  `json:"topology,omitempty"`
+}
+
+// ObjectRef names an object of the cluster's namespace (v1beta2 has
+// apiGroup, v1beta1 apiVersion; only the name is read).
+type ObjectRef struct {
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// ControlPlaneName is the name of the cluster's control plane object, which
+// need not be the cluster's (a topology names it with a random suffix); ""
+// while the cluster references none.
+func ControlPlaneName(c *Cluster) string {
+	if c.Spec.ControlPlaneRef == nil {
+		return ""
+	}
+	return c.Spec.ControlPlaneRef.Name
 }
 
 // Topology is a cluster built from a ClusterClass.
 type Topology struct {
 	// ClassRef names the class in v1beta2; Class in v1beta1.
-	ClassRef *ClassRef `json:"classRef,omitempty"`
-	Class    string    `json:"class,omitempty"`
-	Version  string    `json:"version,omitempty"`
-	Workers  *Workers  `json:"workers,omitempty"`
+	ClassRef       *ClassRef `json:"classRef,omitempty"`
+	Class          string    `json:"class,omitempty"`
+	ClassNamespace string    `json:"classNamespace,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	Workers        *Workers  `json:"workers,omitempty"`
 }
 
 // ClassRef names a ClusterClass.
@@ -219,6 +246,27 @@ type MachineSpec struct {
 type MachineStatus struct {
 	Phase   string   `json:"phase,omitempty"`
 	NodeRef *NodeRef `json:"nodeRef,omitempty"`
+	// Conditions are the v1beta2 conditions (status.conditions in v1beta2).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// V1Beta2 carries the same conditions in v1beta1.
+	V1Beta2 *struct {
+		Conditions []metav1.Condition `json:"conditions,omitempty"`
+	} `json:"v1beta2,omitempty"`
+}
+
+// Condition returns the v1beta2 condition of a type, read from either
+// version, or nil.
+func (s MachineStatus) Condition(t string) *metav1.Condition {
+	conds := s.Conditions
+	if s.V1Beta2 != nil {
+		conds = s.V1Beta2.Conditions
+	}
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
 }
 
 // NodeRef names the workload cluster's Node of a Machine.
@@ -256,4 +304,54 @@ func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 // ListFromUnstructured is api.ListFromUnstructured.
 func ListFromUnstructured[T any](l *unstructured.UnstructuredList) ([]T, error) {
 	return api.ListFromUnstructured[T](l)
+}
+
+// ClusterClassResource is the resource of ClusterClasses.
+const ClusterClassResource = "clusterclasses"
+
+// ClusterClass is the class a topology is built from.
+type ClusterClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ClusterClassSpec `json:"spec,omitempty"`
+}
+
+// ClusterClassSpec holds what spokekit reads of a class: its worker classes.
+type ClusterClassSpec struct {
+	Workers struct {
+		MachineDeployments []WorkerClass `json:"machineDeployments,omitempty"`
+	} `json:"workers,omitempty"`
+}
+
+// WorkerClass is one machineDeployment class. Its metadata is applied to
+// every MachineDeployment of the class: at metadata in v1beta2, at
+// template.metadata in v1beta1.
+type WorkerClass struct {
+	Class    string       `json:"class"`
+	Metadata PoolMetadata `json:"metadata,omitempty"`
+	Template struct {
+		Metadata PoolMetadata `json:"metadata,omitempty"`
+	} `json:"template,omitempty"`
+}
+
+// Annotations are the class's annotations for its MachineDeployments, in
+// either version.
+func (w WorkerClass) Annotations() map[string]string {
+	if len(w.Metadata.Annotations) > 0 {
+		return w.Metadata.Annotations
+	}
+	return w.Template.Metadata.Annotations
+}
+
+// Class names the topology's ClusterClass and its namespace: the Cluster's
+// own unless the reference names another.
+func (t Topology) ClassName(clusterNamespace string) (namespace, name string) {
+	namespace, name = t.ClassNamespace, t.Class
+	if t.ClassRef != nil {
+		namespace, name = t.ClassRef.Namespace, t.ClassRef.Name
+	}
+	if namespace == "" {
+		namespace = clusterNamespace
+	}
+	return namespace, name
 }

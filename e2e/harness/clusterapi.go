@@ -1,0 +1,446 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+)
+
+// capiClusters are Cluster API's Clusters, as the harness reads them.
+var capiClusters = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+
+// CAPITestModule holds Cluster API's Docker provider, whose in-memory backend
+// simulates each workload cluster's API server and etcd in process.
+const CAPITestModule = "sigs.k8s.io/cluster-api/test@v1.14.2"
+
+// A capiManager is one Cluster API manager: its binary (built by
+// e2e/tools/build.sh from e2e/tools/cluster-api) and the config/ directory of
+// its module that holds its CRDs and webhook configurations.
+type capiManager struct {
+	name, module, config string
+	env                  []string
+}
+
+var capiManagers = []capiManager{
+	{name: "capi-core", module: CAPIModule, config: "core/config"},
+	{name: "capi-kubeadm-bootstrap", module: CAPIModule, config: "bootstrap/kubeadm/config"},
+	{name: "capi-kubeadm-control-plane", module: CAPIModule, config: "controlplane/kubeadm/config"},
+	// The simulated workload API servers listen on POD_IP, on ports the
+	// provider picks from 20000-30000 (and 19000 for debugging): one provider
+	// process per machine.
+	{name: "capi-docker", module: CAPITestModule, config: "infrastructure/docker/config", env: []string{"POD_IP=127.0.0.1"}},
+}
+
+// ClusterAPI is Cluster API's managers running as local processes against a
+// platform cluster, their webhooks served on 127.0.0.1.
+type ClusterAPI struct {
+	// Dir holds the serving certificate and each manager's log.
+	Dir      string
+	platform *Cluster
+	procs    []*Process
+	ports    []int
+}
+
+// StartClusterAPI installs Cluster API's CRDs and webhook configurations
+// into the platform cluster, starts the core, kubeadm bootstrap, kubeadm
+// control plane and Docker (in-memory) managers, and waits until each is
+// ready. They stop when the Env closes.
+func (c *Cluster) StartClusterAPI(ctx context.Context) (*ClusterAPI, error) {
+	for _, m := range capiManagers {
+		if _, err := os.Stat(filepath.Join(c.env.Tools.Bin, m.name)); err != nil {
+			return nil, fmt.Errorf("tool %s missing (run `make e2e-tools`): %w", m.name, err)
+		}
+	}
+	a := &ClusterAPI{Dir: filepath.Join(c.env.Workdir, "cluster-api"), platform: c}
+	caPEM, err := writeServingCert(filepath.Join(a.Dir, "certs"))
+	if err != nil {
+		return nil, err
+	}
+	// Per manager: webhook, health and diagnostics (metrics) ports.
+	if a.ports, err = c.env.reservePorts(3 * len(capiManagers)); err != nil {
+		return nil, err
+	}
+	for i, m := range capiManagers {
+		if err := a.install(ctx, m, a.ports[3*i], caPEM); err != nil {
+			return nil, err
+		}
+	}
+	a.procs = make([]*Process, len(capiManagers))
+	for i := range capiManagers {
+		if err := a.start(i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range capiManagers {
+		if err := a.waitReady(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// install applies a manager's CRDs (kustomized, as its release does) and
+// webhook configurations, pointed at url https://127.0.0.1:port.
+func (a *ClusterAPI) install(ctx context.Context, m capiManager, port int, caPEM []byte) error {
+	dirs, err := ModuleFiles(ctx, m.module, []string{m.config})
+	if err != nil {
+		return err
+	}
+	config := dirs[0]
+	crds, err := a.kustomize(ctx, filepath.Join(config, "crd"))
+	if err != nil {
+		return err
+	}
+	webhooks, err := os.ReadFile(filepath.Join(config, "webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	objs, err := decodeYAMLObjects(bytes.NewReader(append(append(crds, "\n---\n"...), webhooks...)))
+	if err != nil {
+		return fmt.Errorf("reading the manifests of %s: %w", m.name, err)
+	}
+	var crdDocs, webhookObjs []*unstructured.Unstructured
+	for _, o := range objs {
+		if err := pointAt(o, port, caPEM); err != nil {
+			return fmt.Errorf("%s %s of %s: %w", o.GetKind(), o.GetName(), m.name, err)
+		}
+		switch o.GetKind() {
+		case "CustomResourceDefinition":
+			crdDocs = append(crdDocs, o)
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			// Every provider names its configurations alike.
+			o.SetName(m.name + "-" + o.GetName())
+			webhookObjs = append(webhookObjs, o)
+		}
+	}
+	file := filepath.Join(a.Dir, m.name+"-crds.yaml")
+	if err := writeYAML(file, crdDocs); err != nil {
+		return err
+	}
+	if err := a.platform.InstallCRDs(ctx, file); err != nil {
+		return err
+	}
+	for _, o := range webhookObjs {
+		if err := a.platform.Apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kustomize builds a kustomization with the pinned kubectl.
+func (a *ClusterAPI) kustomize(ctx context.Context, dir string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(a.platform.env.Tools.Bin, "kubectl"), "kustomize", dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := runContext(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("kubectl kustomize %s: %w\n%s", dir, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// pointAt replaces every in-cluster service reference of a CRD's conversion
+// webhook or of a webhook configuration with the local URL and the CA.
+func pointAt(o *unstructured.Unstructured, port int, caPEM []byte) error {
+	point := func(cc map[string]any) {
+		svc, ok := cc["service"].(map[string]any)
+		if !ok {
+			return
+		}
+		path, _ := svc["path"].(string)
+		delete(cc, "service")
+		cc["url"] = fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+		cc["caBundle"] = base64.StdEncoding.EncodeToString(caPEM)
+	}
+	switch o.GetKind() {
+	case "CustomResourceDefinition":
+		cc, found, err := unstructured.NestedMap(o.Object, "spec", "conversion", "webhook", "clientConfig")
+		if err != nil || !found {
+			return err
+		}
+		point(cc)
+		return unstructured.SetNestedField(o.Object, cc, "spec", "conversion", "webhook", "clientConfig")
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+		if err != nil {
+			return err
+		}
+		for _, h := range hooks {
+			if hm, ok := h.(map[string]any); ok {
+				if cc, ok := hm["clientConfig"].(map[string]any); ok {
+					point(cc)
+				}
+			}
+		}
+		return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
+	}
+	return nil
+}
+
+// start runs manager i with its ports: webhook, health, diagnostics.
+func (a *ClusterAPI) start(i int) error {
+	m, ports := capiManagers[i], a.ports[3*i:3*i+3]
+	p, err := a.platform.env.StartProcess(m.name, m.env, filepath.Join(a.platform.env.Tools.Bin, m.name),
+		"--kubeconfig="+a.platform.Kubeconfig,
+		"--leader-elect=false",
+		"--feature-gates=ClusterTopology=true",
+		"--webhook-cert-dir="+filepath.Join(a.Dir, "certs"),
+		fmt.Sprintf("--webhook-port=%d", ports[0]),
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", ports[2]),
+		"--insecure-diagnostics",
+	)
+	a.procs[i] = p
+	return err
+}
+
+// waitReady waits until manager i answers /readyz (its webhook server is
+// serving then).
+func (a *ClusterAPI) waitReady(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", a.ports[3*i+1])
+	err := waitFor(ctx, capiManagers[i].name+" to be ready", func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; the end of %s:\n%s", err, a.procs[i].Log, a.procs[i].Tail(20))
+	}
+	return nil
+}
+
+// PointWorkload makes a Cluster's NAME-kubeconfig Secret hold the kubeconfig
+// in path (flattened: a Secret names no local files) and restarts the core
+// manager, whose cluster cache then connects there: to move a workload
+// cluster to another API server, or behind a fault proxy.
+func (a *ClusterAPI) PointWorkload(ctx context.Context, ns, cluster, path string) error {
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return err
+	}
+	if err := clientcmdapi.FlattenConfig(kc); err != nil {
+		return err
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	secrets := a.platform.Kube.CoreV1().Secrets(ns)
+	secret, err := secrets.Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	secret.Data["value"] = data
+	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return a.Restart(ctx, "capi-core")
+}
+
+// WorkloadThroughProxy puts a fault proxy in front of a Cluster's workload
+// API server and points the Cluster's kubeconfig Secret at it, so Cluster
+// API and the plugins both reach the workload cluster through it.
+func (a *ClusterAPI) WorkloadThroughProxy(ctx context.Context, ns, cluster string) (*FaultProxy, error) {
+	secret, err := a.platform.Kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(a.Dir, ns+"-"+cluster+".kubeconfig")
+	if err := os.WriteFile(path, secret.Data["value"], 0o600); err != nil {
+		return nil, err
+	}
+	workload, err := clusterFromKubeconfig(cluster, path)
+	if err != nil {
+		return nil, err
+	}
+	workload.env = a.platform.env
+	proxy, err := workload.StartFaultProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return proxy, a.PointWorkload(ctx, ns, cluster, proxy.Kubeconfig)
+}
+
+// Restart stops and starts one manager (by binary name) and waits until it is
+// ready again: it then reads every cluster's kubeconfig Secret anew.
+func (a *ClusterAPI) Restart(ctx context.Context, name string) error {
+	for i, m := range capiManagers {
+		if m.name != name {
+			continue
+		}
+		a.procs[i].Stop()
+		if err := a.start(i); err != nil {
+			return err
+		}
+		return a.waitReady(ctx, i)
+	}
+	return fmt.Errorf("no Cluster API manager %q", name)
+}
+
+func writeYAML(path string, objs []*unstructured.Unstructured) error {
+	var docs []string
+	for _, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, string(data))
+	}
+	if len(docs) == 0 {
+		return errors.New("no objects to write to " + path)
+	}
+	return os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644)
+}
+
+// InstallInMemoryClass applies Cluster API's own ClusterClass for the
+// in-memory provider (kubeadm control plane, one worker class
+// "default-worker", DevMachines), from its module, into ns under the given
+// name, with workerAnnotations on its worker class. The simulated machines
+// start in 3 s instead of the template's 10 s, to keep runs short.
+func (c *Cluster) InstallInMemoryClass(ctx context.Context, ns, name string, workerAnnotations map[string]string) error {
+	files, err := ModuleFiles(ctx, CAPITestModule, []string{"infrastructure/docker/templates/clusterclass-in-memory.yaml"})
+	if err != nil {
+		return err
+	}
+	objs, err := readYAMLObjects(files[0])
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		switch o.GetKind() {
+		case "ClusterClass":
+			o.SetName(name)
+			if err := annotateWorkerClasses(o, workerAnnotations); err != nil {
+				return err
+			}
+		case "DevMachineTemplate":
+			if err := unstructured.SetNestedField(o.Object, "3s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration"); err != nil {
+				return err
+			}
+		}
+		if err := c.Apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func annotateWorkerClasses(class *unstructured.Unstructured, annotations map[string]string) error {
+	if len(annotations) == 0 {
+		return nil
+	}
+	mds, _, err := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	if err != nil {
+		return err
+	}
+	for _, md := range mds {
+		a := map[string]any{}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		md.(map[string]any)["metadata"] = map[string]any{"annotations": a}
+	}
+	return unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+}
+
+// TopologyCluster is a Cluster of the ClusterClass class with one
+// control-plane machine and the given machineDeployment pools (YAML list
+// items, e.g. "{class: default-worker, name: md-0, replicas: 3}").
+func TopologyCluster(ns, name, class string, pools ...string) string {
+	manifest := fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  clusterNetwork:
+    services: {cidrBlocks: ["10.128.0.0/12"]}
+    pods: {cidrBlocks: ["192.168.0.0/16"]}
+    serviceDomain: cluster.local
+  topology:
+    classRef: {name: %s}
+    version: v1.37.0
+    controlPlane: {replicas: 1}
+    workers:
+      machineDeployments:
+`, name, ns, class)
+	for _, p := range pools {
+		manifest += "      - " + strings.ReplaceAll(p, "\n", "\n        ") + "\n"
+	}
+	return manifest
+}
+
+// KamajiStandIn creates what stands in for a Kamaji tenant control plane,
+// which cannot run here: two pods in ns, running on a kwok node of the
+// platform, labelled kamaji.clastix.io/name=<name of the cluster's control
+// plane> as Kamaji labels them (the Cluster's spec.controlPlaneRef.name,
+// which a topology suffixes: not the cluster's name). The pods are named
+// after the cluster.
+func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
+	var controlPlane string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := c.Dynamic.Resource(capiClusters).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		controlPlane, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneRef", "name")
+		return controlPlane != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for cluster %s/%s to reference its control plane: %w", ns, cluster, err)
+	}
+	const node = "platform-worker"
+	_, err = c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Pods need the namespace's default service account, which the
+	// controller manager creates shortly after the namespace.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
+	}
+	for _, name := range []string{cluster + "-0", cluster + "-1"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kamaji.clastix.io/name": controlPlane}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.0"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		}
+		if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the Kamaji stand-in pod %s/%s: %w", ns, name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package park
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// clusterClass reads the topology's ClusterClass. When it cannot be read
+// (not found, or not allowed) it returns nil: Cluster API's own webhook
+// still refuses what the class forbids.
+func (p *Platform) clusterClass(ctx context.Context, c *capi.Cluster) (*capi.ClusterClass, error) {
+	if c.Spec.Topology == nil {
+		return nil, nil
+	}
+	ns, name := c.Spec.Topology.ClassName(c.Namespace)
+	u, err := p.resource(capi.ClusterClassResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterClass %s/%s of cluster %s: %w", ns, name, c.Name, err)
+	}
+	return capi.FromUnstructured[capi.ClusterClass](u)
+}
+
+// refuseClassAutoscaled refuses to park a cluster with a machineDeployment
+// pool whose class in the ClusterClass carries the autoscaler annotations:
+// Cluster API's webhook refuses any replicas for such a pool, so it cannot
+// be set to zero through the topology, and parking the other pools alone
+// would leave the cluster half parked.
+func refuseClassAutoscaled(c *capi.Cluster, class *capi.ClusterClass) error {
+	if class == nil || c.Spec.Topology == nil || c.Spec.Topology.Workers == nil {
+		return nil
+	}
+	autoscaled := map[string]bool{}
+	for _, w := range class.Spec.Workers.MachineDeployments {
+		if len(autoscalerAnnotations(w.Annotations())) > 0 {
+			autoscaled[w.Class] = true
+		}
+	}
+	var pools []string
+	for _, p := range c.Spec.Topology.Workers.MachineDeployments {
+		if autoscaled[p.Class] {
+			pools = append(pools, fmt.Sprintf("%s (class %s)", p.Name, p.Class))
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	sort.Strings(pools)
+	return cli.Refusedf("cluster %s/%s cannot be parked: the ClusterClass %s gives pool(s) %s the cluster autoscaler's min/max annotations, and Cluster API refuses replicas for a pool whose class carries them, so the pool cannot be set to 0 through the topology; nothing was changed. Move the autoscaler annotations from the ClusterClass to the cluster's topology (spec.topology.workers.machineDeployments[].metadata.annotations), where park lifts them while parked and resume puts them back",
+		c.Namespace, c.Name, class.Name, strings.Join(pools, ", "))
+}
