@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -34,26 +35,26 @@ func CordonedByUs(n *corev1.Node) bool {
 
 // cordonOps are the operations that cordon n and mark the cordon as
 // fleetdrain's; none when n is already cordoned (by anyone).
-func cordonOps(n *corev1.Node) []jsonPatchOp {
+func cordonOps(n *corev1.Node) []api.PatchOp {
 	if n.Spec.Unschedulable {
 		return nil
 	}
-	ops := []jsonPatchOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}
+	ops := []api.PatchOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}
 	if n.Annotations == nil {
-		return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: FieldManager}})
+		return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: FieldManager}})
 	}
-	return append(ops, jsonPatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: FieldManager})
+	return append(ops, api.PatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: FieldManager})
 }
 
 // giveBackOps are the operations that uncordon n and remove fleetdrain's
 // mark; none when the cordon is not fleetdrain's (someone else's, or none).
-func giveBackOps(n *corev1.Node) []jsonPatchOp {
+func giveBackOps(n *corev1.Node) []api.PatchOp {
 	if !CordonedByUs(n) {
 		return nil
 	}
-	ops := []jsonPatchOp{{Op: "remove", Path: annotationPath(CordonedByAnnotation)}}
+	ops := []api.PatchOp{{Op: "remove", Path: annotationPath(CordonedByAnnotation)}}
 	if n.Spec.Unschedulable {
-		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/spec/unschedulable", Value: false})
+		ops = append(ops, api.PatchOp{Op: "replace", Path: "/spec/unschedulable", Value: false})
 	}
 	return ops
 }
@@ -69,7 +70,7 @@ func annotationPath(key string) string {
 // in one patch guarded by the node's resourceVersion. A node already
 // cordoned is left as it is (changed false).
 func Cordon(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun) (changed bool, err error) {
-	err = patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []jsonPatchOp {
+	err = patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []api.PatchOp {
 		ops := cordonOps(n)
 		changed = len(ops) > 0
 		return ops
@@ -95,7 +96,7 @@ const (
 // GiveBack uncordons the node if, and only if, fleetdrain cordoned it.
 func GiveBack(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun) (GiveBackResult, error) {
 	result := NotCordoned
-	err := patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []jsonPatchOp {
+	err := patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []api.PatchOp {
 		result = giveBackResult(n)
 		return giveBackOps(n)
 	})
@@ -117,7 +118,7 @@ func giveBackResult(n *corev1.Node) GiveBackResult {
 
 // patchNode sends the ops change returns for the node as read now, guarded
 // by its resourceVersion, reading again and retrying on conflict.
-func patchNode(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun, change func(*corev1.Node) []jsonPatchOp) error {
+func patchNode(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun, change func(*corev1.Node) []api.PatchOp) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -135,11 +136,11 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, dr
 // guardedPatch encodes ops behind a replace of the resourceVersion that was
 // read: the API server refuses the patch with a conflict when the object
 // changed since. No ops, no patch (nil).
-func guardedPatch(resourceVersion string, ops []jsonPatchOp) ([]byte, error) {
+func guardedPatch(resourceVersion string, ops []api.PatchOp) ([]byte, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	ops = append([]jsonPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion}}, ops...)
+	ops = append([]api.PatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion}}, ops...)
 	data, err := json.Marshal(ops)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the patch: %w", err)

@@ -41,16 +41,10 @@ func drainTaintIndex(mc *ocm.ManagedCluster) int {
 	return -1
 }
 
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
-
 // patchManagedCluster applies the ops that change returns for the current
 // object, guarded by its resourceVersion, retrying on conflict. change
 // returns no ops when there is nothing to do.
-func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun, change func(*ocm.ManagedCluster) []jsonPatchOp) error {
+func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun, change func(*ocm.ManagedCluster) []api.PatchOp) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		mc, err := getManagedCluster(ctx, d, name)
 		if err != nil {
@@ -71,28 +65,28 @@ func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, 
 // addDrainTaint appends the drain taint (timeAdded left to the hub), keeping
 // every other taint as it is.
 func addDrainTaint(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun) error {
-	return patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []jsonPatchOp {
+	return patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []api.PatchOp {
 		if drainTaintIndex(mc) >= 0 {
 			return nil
 		}
 		if len(mc.Spec.Taints) == 0 {
-			return []jsonPatchOp{{Op: "add", Path: "/spec/taints", Value: []ocm.Taint{DrainTaint()}}}
+			return []api.PatchOp{{Op: "add", Path: "/spec/taints", Value: []ocm.Taint{DrainTaint()}}}
 		}
-		return []jsonPatchOp{{Op: "add", Path: "/spec/taints/-", Value: DrainTaint()}}
+		return []api.PatchOp{{Op: "add", Path: "/spec/taints/-", Value: DrainTaint()}}
 	})
 }
 
 // removeDrainTaint removes the drain taint and nothing else; the test op
 // makes sure the index still points at it.
 func removeDrainTaint(ctx context.Context, d dynamic.Interface, name string, dryRun cli.DryRun) (removed bool, err error) {
-	err = patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []jsonPatchOp {
+	err = patchManagedCluster(ctx, d, name, dryRun, func(mc *ocm.ManagedCluster) []api.PatchOp {
 		i := drainTaintIndex(mc)
 		removed = i >= 0
 		if !removed {
 			return nil
 		}
 		path := fmt.Sprintf("/spec/taints/%d", i)
-		return []jsonPatchOp{{Op: "test", Path: path + "/key", Value: DrainTaintKey}, {Op: "remove", Path: path}}
+		return []api.PatchOp{{Op: "test", Path: path + "/key", Value: DrainTaintKey}, {Op: "remove", Path: path}}
 	})
 	return removed, err
 }

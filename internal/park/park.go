@@ -166,7 +166,7 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the cluster's worker machines are gone, then show what survives.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0 waits forever).")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
 	cmd.Flags().BoolVar(&o.ControlPlane, "control-plane", false, "Ask to park the control plane too (always refused: it cannot be parked).")
 	return cmd
 }
@@ -266,7 +266,7 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 // own status no longer counts workers, so that park list agrees the cluster
 // is parked. Both waits share the one --timeout.
 func (o *ParkOptions) waitParked(ctx context.Context) error {
-	deadline := newDeadline(o.Timeout)
+	deadline := cli.NewDeadline(o.Timeout)
 	err := cli.WaitFor(ctx, "worker machines of "+o.Name, o.platform.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
@@ -285,7 +285,7 @@ func (o *ParkOptions) waitParked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.remaining(), o.progress, clusterParked)
+	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress, clusterParked)
 }
 
 // clusterParked checks the watched Cluster: done when park list would say

@@ -4,14 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-)
 
-// PatchOp is one operation of an RFC 6902 JSON patch.
-type PatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
+	"github.com/spokekit/spokekit/internal/api"
+)
 
 // Patch is a JSON patch. It starts with a test of the Cluster's
 // resourceVersion, so any edit since the read (also one that adds a field or
@@ -19,7 +14,7 @@ type PatchOp struct {
 // whole patch fail instead of being overwritten; and every path it changes
 // is preceded by a test of the value the plan was made from, so the patch
 // says what it expects.
-type Patch []PatchOp
+type Patch []api.PatchOp
 
 // guarded returns the patch behind a test of the resourceVersion the plan
 // was made from; an empty patch stays empty.
@@ -40,17 +35,17 @@ func (p Patch) JSON() ([]byte, error) {
 }
 
 func (p *Patch) test(path string, value any) {
-	*p = append(*p, PatchOp{Op: "test", Path: path, Value: value})
+	*p = append(*p, api.PatchOp{Op: "test", Path: path, Value: value})
 }
 func (p *Patch) add(path string, value any) {
-	*p = append(*p, PatchOp{Op: "add", Path: path, Value: value})
+	*p = append(*p, api.PatchOp{Op: "add", Path: path, Value: value})
 }
-func (p *Patch) remove(path string) { *p = append(*p, PatchOp{Op: "remove", Path: path}) }
+func (p *Patch) remove(path string) { *p = append(*p, api.PatchOp{Op: "remove", Path: path}) }
 
 // replace tests the old value and then replaces it.
 func (p *Patch) replace(path string, old, value any) {
 	p.test(path, old)
-	*p = append(*p, PatchOp{Op: "replace", Path: path, Value: value})
+	*p = append(*p, api.PatchOp{Op: "replace", Path: path, Value: value})
 }
 
 // pointer escapes one JSON pointer token (RFC 6901).

@@ -3,7 +3,6 @@ package park
 import (
 	"context"
 	"fmt"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -196,54 +193,12 @@ func (p *Platform) WhoAmI(ctx context.Context) string {
 
 // machineWatch lists and watches the Machines of one cluster.
 func (p *Platform) machineWatch(cluster string) cache.ListerWatcher {
-	ri := p.resource(capi.MachineResource).Namespace(p.Namespace)
-	selector := capi.ClusterNameLabel + "=" + cluster
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return ri.Watch(ctx, o)
-		},
-	}
+	return cli.ListWatch(p.resource(capi.MachineResource).Namespace(p.Namespace), "", capi.ClusterNameLabel+"="+cluster)
 }
 
 // clusterWatch lists and watches one Cluster.
 func (p *Platform) clusterWatch(name string) cache.ListerWatcher {
-	ri := p.resource(capi.ClusterResource).Namespace(p.Namespace)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return ri.Watch(ctx, o)
-		},
-	}
-}
-
-// deadline is the end of one --timeout shared by consecutive waits; zero
-// waits forever.
-type deadline struct {
-	timeout time.Duration
-	end     time.Time
-}
-
-func newDeadline(timeout time.Duration) deadline {
-	return deadline{timeout: timeout, end: time.Now().Add(timeout)}
-}
-
-// remaining is the timeout left for the next wait: at least a millisecond,
-// so a spent timeout times out rather than waiting forever.
-func (d deadline) remaining() time.Duration {
-	if d.timeout == 0 {
-		return 0
-	}
-	return max(time.Until(d.end), time.Millisecond)
+	return cli.ListWatch(p.resource(capi.ClusterResource).Namespace(p.Namespace), fields.OneTermEqualSelector("metadata.name", name).String(), "")
 }
 
 // workerMachines keeps the Machines a worker pool owns (not the control plane's).

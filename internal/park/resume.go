@@ -202,7 +202,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cli.AddDryRunFlag(cmd)
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "Set every parked pool to this many replicas instead of the recorded ones.")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node is Ready.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0 waits forever).")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
 	return cmd
 }
 
@@ -292,7 +292,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := newDeadline(o.Timeout)
+	deadline := cli.NewDeadline(o.Timeout)
 	var nodes []string
 	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
@@ -309,7 +309,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.waitNodesReady(ctx, nodes, deadline.remaining())
+	return o.waitNodesReady(ctx, nodes, deadline.Left())
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached through the

@@ -23,8 +23,8 @@ type Survivors struct {
 	// PersistentVolumeClaims keep their volumes, and the storage quota they use.
 	PersistentVolumeClaims []ClaimSummary `json:"persistentVolumeClaims"`
 	Storage                string         `json:"storage"`
-	// ClusterView says why the cluster's own objects could not be read.
-	ClusterView string `json:"clusterView,omitempty"`
+	// Unread says why the cluster's own objects could not be read.
+	Unread string `json:"clusterView,omitempty"`
 	// RemovedMachines are the worker machines that went.
 	RemovedMachines []string `json:"removedMachines"`
 }
@@ -82,12 +82,12 @@ func (o *ParkOptions) survivors(ctx context.Context, before []capi.Machine) *Sur
 	}
 	kube, source, err := p.ClusterClient(ctx, o.Name, "")
 	if err != nil {
-		s.ClusterView = err.Error()
+		s.Unread = err.Error()
 		return s
 	}
 	pvcs, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		s.ClusterView = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %v", source, err)
+		s.Unread = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %v", source, err)
 		return s
 	}
 	s.PersistentVolumeClaims, s.Storage = summarizeClaims(pvcs.Items)
@@ -103,8 +103,8 @@ func (o *ParkOptions) survivors(ctx context.Context, before []capi.Machine) *Sur
 func (s *Survivors) write(w io.Writer) {
 	fmt.Fprintln(w, "\nSurvives:")
 	fmt.Fprintf(w, "  control plane: %d pod(s) on the platform %s\n", len(s.ControlPlanePods), list0(s.ControlPlanePods))
-	if s.ClusterView != "" {
-		fmt.Fprintf(w, "  the cluster's own objects could not be read: %s\n", s.ClusterView)
+	if s.Unread != "" {
+		fmt.Fprintf(w, "  the cluster's own objects could not be read: %s\n", s.Unread)
 	} else {
 		fmt.Fprintf(w, "  every API object: %d Deployment(s)/StatefulSet(s) kept, at zero available replicas until resume\n", s.Workloads)
 		fmt.Fprintf(w, "  %d PersistentVolumeClaim(s) and their volumes, %s of storage still held and counted against quota\n", len(s.PersistentVolumeClaims), s.Storage)
