@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen, krew) from the modules pinned in the tools modules beside
-# this script, all through the Go module proxy. Each module's binaries are
-# cached under a directory keyed by the hash of its go.mod and go.sum, so a
-# pin change rebuilds only that module and a warm run takes seconds.
+# kwokctl, controller-gen, krew) and GoReleaser, which `make dist` runs, from the
+# modules pinned in the tools modules beside this script, all through the Go
+# module proxy. Each module's binaries are cached under a directory keyed by
+# the hash of its go.mod and go.sum, so a pin change rebuilds only that module
+# and a warm run takes seconds.
 #
-# usage: build.sh BIN_DIR   (BIN_DIR gets links to every tool)
+# usage: build.sh BIN_DIR [MODULE...]   (BIN_DIR gets links to every tool, or to
+#        those of the named modules only, e.g. `build.sh BIN_DIR goreleaser`)
 set -euo pipefail
 
-bin=${1:?usage: build.sh BIN_DIR}
+bin=${1:?usage: build.sh BIN_DIR [MODULE...]}
+only=" ${*:2} "
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${SPOKEKIT_CACHE:-$HOME/.cache/spokekit}/tools
 mkdir -p "$bin" "$cache"
@@ -16,6 +19,7 @@ mkdir -p "$bin" "$cache"
 # build MODULE NAME=PACKAGE... : builds each PACKAGE as NAME into the module's cache dir.
 build() {
   local mod=$1; shift
+  [[ $only == "  " || $only == *" $mod "* ]] || return 0
   local key dir
   key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum"; echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
@@ -55,4 +59,5 @@ build etcd etcd=go.etcd.io/etcd/server/v3
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen
 build krew kubectl-krew=sigs.k8s.io/krew/cmd/krew validate-krew-manifest=sigs.k8s.io/krew/cmd/validate-krew-manifest
+build goreleaser goreleaser=github.com/goreleaser/goreleaser/v2
 echo "e2e-tools: ready in $bin"
