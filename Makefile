@@ -34,6 +34,9 @@ DIST_FLAGS := --skip=validate
 else
 DIST_FLAGS := --snapshot
 endif
+# GoReleaser asks git for the remote's URL and gives up without one (a fresh
+# `git init`, a worktree): name the project's, for its run only.
+DIST_GIT := GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/spokekit/spokekit
 comma := ,
 DIST_TARGETS := $(subst $() ,$(comma) ,$(strip $(subst /,_,$(PLATFORMS))))
 
@@ -58,7 +61,7 @@ install: build ## Put the plugins and completion scripts on PATH (INSTALL_DIR, d
 dist: ## Release archives, checksums and krew manifests with GoReleaser: a snapshot, or VERSION=vX.Y.Z
 	e2e/tools/build.sh $(TOOLS_BIN) goreleaser
 	$(if $(PLATFORMS),sed -E 's/^( *targets:).*/\1 [$(DIST_TARGETS)]/',cat) $(GORELEASER_CONFIG) | \
-	  $(DIST_ENV) $(TOOLS_BIN)/goreleaser release --config - --clean $(DIST_FLAGS)
+	  $(DIST_GIT) $(DIST_ENV) $(TOOLS_BIN)/goreleaser release --config - --clean $(DIST_FLAGS)
 	$(if $(DIST_ENV),mkdir -p $(KREW_MANIFESTS) && cp $(OUT)/dist/krew/*.yaml $(KREW_MANIFESTS)/)
 
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
