@@ -69,7 +69,7 @@ test: test-unit e2e ## Run every test: unit, then end-to-end on real local clust
 test-unit: ## Unit tests (no cluster needed)
 	go test ./...
 
-e2e-tools: ## Build the pinned control-plane, kubectl, kwok and controller-gen binaries (cached by version)
+e2e-tools: ## Build the pinned control-plane, kubectl, kwok, controller-gen, krew and OCM binaries (cached by version)
 	e2e/tools/build.sh $(TOOLS_BIN)
 
 e2e: build e2e-tools ## End-to-end tests: the built plugins through kubectl against kwokctl clusters

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
-	"github.com/spokekit/spokekit/e2e/standin/placement"
 )
 
 // demoNode is a kwok node (kwok's controller plays its kubelet) backed by a
@@ -54,21 +52,18 @@ spec:
       containers: [{name: agent, image: busybox}]
 `
 
-// demoFleet is a ManagedCluster with a placement that drops drained
-// clusters, one that tolerates every taint, and a hand-made work.
+// demoFleet binds the default cluster set (every joined cluster) to apps,
+// where a placement drops drained clusters and one tolerates every taint,
+// each with a ManifestWorkReplicaSet; and a work made by hand on spoke-1.
 const demoFleet = `
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata: {name: drain-demo}
-spec: {hubAcceptsClient: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: drain-demo}
----
 apiVersion: v1
 kind: Namespace
 metadata: {name: apps}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: default, namespace: apps}
+spec: {clusterSet: default}
 ---
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
@@ -81,26 +76,33 @@ metadata: {name: monitoring, namespace: apps}
 spec:
   tolerations: [{operator: Exists}]
 ---
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: shop
-  namespace: drain-demo
-  labels: {work.open-cluster-management.io/placementname: shop, work.open-cluster-management.io/manifestworkreplicaset: apps.shop}
-spec: {workload: {manifests: []}}
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: shop, namespace: apps}
+spec:
+  placementRefs: [{name: shop}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: shop, namespace: default}}
+---
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: monitoring, namespace: apps}
+spec:
+  placementRefs: [{name: monitoring}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: monitoring, namespace: default}}
 ---
 apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
-metadata:
-  name: monitoring
-  namespace: drain-demo
-  labels: {work.open-cluster-management.io/placementname: monitoring, work.open-cluster-management.io/manifestworkreplicaset: apps.monitoring}
-spec: {workload: {manifests: []}}
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata: {name: debug-tools, namespace: drain-demo}
-spec: {workload: {manifests: []}}
+metadata: {name: debug-tools, namespace: spoke-1}
+spec:
+  workload:
+    manifests:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: debug-tools, namespace: default}}
 `
 
 // fleetdrain drains two nodes of spoke-1 (used as a tenant cluster with kwok
@@ -132,20 +134,21 @@ func (d *Demo) fleetdrain(ctx context.Context) error {
 		}
 	}
 
-	fmt.Println("\n==> fleetdrain: take a cluster out of the fleet's placements (the placement stand-in plays OCM)")
-	standin, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = placement.Run(standin, d.hub.Dynamic) }()
+	fmt.Println("\n==> fleetdrain: take spoke-1 out of the fleet's placements (OCM's placement and ManifestWorkReplicaSet controllers move its works)")
 	if err := d.hub.ApplyYAML(ctx, demoFleet); err != nil {
 		return err
 	}
+	if err := d.kubectl(ctx, d.hub.Cluster, "wait", "manifestwork/shop", "manifestwork/monitoring", "-n", "spoke-1", "--for=create", "--timeout", "2m"); err != nil {
+		return err
+	}
 	for _, args := range [][]string{
-		{"fleetdrain", "cluster", "drain-demo", "--dry-run=client"},
-		{"fleetdrain", "cluster", "drain-demo", "--timeout", "1m"},
-		{"get", "manifestworks", "-n", "drain-demo"},
-		{"fleetdrain", "uncordon", "cluster", "drain-demo"},
+		{"fleetdrain", "cluster", "spoke-1", "--dry-run=client"},
+		{"fleetdrain", "cluster", "spoke-1", "--timeout", "2m"},
+		{"get", "manifestworks", "-n", "spoke-1"},
+		{"fleetdrain", "uncordon", "cluster", "spoke-1"},
+		{"wait", "manifestwork/shop", "-n", "spoke-1", "--for=create", "--timeout", "2m"},
 	} {
-		if err := d.kubectl(ctx, d.hub, args...); err != nil {
+		if err := d.kubectl(ctx, d.hub.Cluster, args...); err != nil {
 			return err
 		}
 	}

@@ -70,9 +70,10 @@ func run(ctx context.Context, mode, workdir string) error {
 
 // Demo is the running environment the steps use.
 type Demo struct {
-	env                           *harness.Env
-	hub, spoke1, spoke2, platform *harness.Cluster
-	home                          string
+	env                      *harness.Env
+	hub                      *harness.OCMHub
+	spoke1, spoke2, platform *harness.Cluster
+	home                     string
 }
 
 func demo(ctx context.Context, env *harness.Env, keep bool) error {
@@ -83,12 +84,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 	d := &Demo{env: env, home: home}
 	fmt.Println("==> starting a hub, two spokes and a platform cluster (kwokctl, binary runtime)")
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		if d.hub, err = env.StartCluster(gctx, "hub"); err != nil {
-			return err
-		}
-		return harness.InstallHubCRDs(gctx, d.hub)
-	})
+	g.Go(func() (err error) { d.hub, err = env.StartOCMHub(gctx, "hub"); return err })
 	g.Go(func() (err error) { d.spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
 	g.Go(func() (err error) { d.spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
 	g.Go(func() (err error) {
@@ -105,10 +101,13 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 		if err := step(ctx); err != nil {
 			return err
 		}
+		if err := env.Failures(); err != nil {
+			return fmt.Errorf("the demo's test bed failed: %w", err)
+		}
 	}
 	if keep {
 		fmt.Println("\n==> the demo clusters keep running; use them with:")
-		for _, c := range []*harness.Cluster{d.hub, d.spoke1, d.spoke2, d.platform} {
+		for _, c := range []*harness.Cluster{d.hub.Cluster, d.spoke1, d.spoke2, d.platform} {
 			fmt.Printf("  export KUBECONFIG=%s   # %s\n", c.Kubeconfig, c.Name)
 		}
 		fmt.Printf("  export PATH=%s:$PATH\n", env.Tools.Plugins)
@@ -120,10 +119,10 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 // plugins shows the three plugins found by kubectl.
 func (d *Demo) plugins(ctx context.Context) error {
 	fmt.Println("\n==> kubectl finds the three plugins")
-	if err := d.kubectl(ctx, d.hub, "plugin", "list"); err != nil {
+	if err := d.kubectl(ctx, d.hub.Cluster, "plugin", "list"); err != nil {
 		return err
 	}
-	return d.kubectl(ctx, d.hub, "spoke", "version", "--show-server")
+	return d.kubectl(ctx, d.hub.Cluster, "spoke", "version", "--show-server")
 }
 
 // kubectl runs and prints one command against cluster c; a non-zero exit fails the demo.

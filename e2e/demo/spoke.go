@@ -24,17 +24,14 @@ fleetConfig:
 `
 
 // spokeLifecycle adds both spokes, shows them, rotates a credential, and
-// removes one gracefully, with the fleet stand-in playing the controllers.
+// removes one gracefully: OCM's hub components and agents do the work, a
+// stand-in plays the FleetConfig controller. spoke-1 stays joined.
 func (d *Demo) spokeLifecycle(ctx context.Context) error {
-	fmt.Println("\n==> kubectl spoke: the spoke lifecycle on the hub (a stand-in plays the FleetConfig controller)")
+	fmt.Println("\n==> kubectl spoke: the spoke lifecycle on the hub (OCM's own components; a stand-in plays the FleetConfig controller)")
 	if err := fleet.InstallRelease(ctx, d.hub.Config, "mural-system", "mural"); err != nil {
 		return err
 	}
-	standinCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if _, err := fleet.Start(standinCtx, d.hub.Config, "mural-system", 300*time.Millisecond); err != nil {
-		return err
-	}
+	fleet.Start(ctx, d.hub, "mural-system", 300*time.Millisecond)
 	values := filepath.Join(d.home, "values.yaml")
 	if err := os.WriteFile(values, []byte(demoValues), 0o644); err != nil {
 		return err
@@ -56,7 +53,7 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 		{"spoke", "list"},
 	}
 	for _, args := range steps {
-		if err := d.kubectl(ctx, d.hub, args...); err != nil {
+		if err := d.kubectl(ctx, d.hub.Cluster, args...); err != nil {
 			return err
 		}
 		if args[1] == "add" && strings.Contains(strings.Join(args, " "), "spoke-2") {
@@ -71,7 +68,7 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 		{"spoke", "force-remove", "spoke-1", "--yes"},
 	}
 	for _, args := range refused {
-		if err := d.expect(ctx, d.hub, 3, args...); err != nil {
+		if err := d.expect(ctx, d.hub.Cluster, 3, args...); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,8 @@ package fleetdrain
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,31 +14,53 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/e2e/standin/placement"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
-// fleet is a spoke with an unrelated taint, a placement that drops tainted
-// clusters, one that tolerates every taint, and three works: one from each
-// placement and one made by hand.
-const fleet = `
-apiVersion: cluster.open-cluster-management.io/v1
-kind: ManagedCluster
-metadata: {name: spoke-a}
+// clusterSet puts a joined cluster into its own ManagedClusterSet, bound
+// to namespace ns, so the placements there see only that cluster.
+func clusterSet(set, ns string) string {
+	return fmt.Sprintf(`
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata: {name: %[1]s}
+spec: {clusterSelector: {selectorType: ExclusiveClusterSetLabel}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[2]s}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: %[1]s, namespace: %[2]s}
+spec: {clusterSet: %[1]s}
+`, set, ns)
+}
+
+// replicaSet is a ManifestWorkReplicaSet named like its placement that puts
+// the ConfigMap default/<name> on every cluster the placement selects.
+func replicaSet(ns, name string) string {
+	return fmt.Sprintf(`
+---
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: %[2]s, namespace: %[1]s}
 spec:
-  hubAcceptsClient: true
-  taints:
-  - {key: example.com/maintenance-window, value: sunday, effect: PreferNoSelect, timeAdded: "2026-01-01T00:00:00Z"}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: spoke-a}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: apps}
+  placementRefs: [{name: %[2]s}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: %[2]s, namespace: default}}
+`, ns, name)
+}
+
+// fleet on spoke-a: a placement that drops tainted clusters, one that
+// tolerates every taint, a replica set for each, and a work made by hand.
+var drainFleet = clusterSet("drain", "apps") + `
 ---
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
@@ -48,27 +72,15 @@ kind: Placement
 metadata: {name: monitoring, namespace: apps}
 spec:
   tolerations: [{operator: Exists}]
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: web
-  namespace: spoke-a
-  labels: {work.open-cluster-management.io/placementname: web, work.open-cluster-management.io/manifestworkreplicaset: apps.web}
-spec: {workload: {manifests: []}}
----
-apiVersion: work.open-cluster-management.io/v1
-kind: ManifestWork
-metadata:
-  name: monitoring
-  namespace: spoke-a
-  labels: {work.open-cluster-management.io/placementname: monitoring, work.open-cluster-management.io/manifestworkreplicaset: apps.monitoring}
-spec: {workload: {manifests: []}}
+` + replicaSet("apps", "web") + replicaSet("apps", "monitoring") + `
 ---
 apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
 metadata: {name: handmade, namespace: spoke-a}
-spec: {workload: {manifests: []}}
+spec:
+  workload:
+    manifests:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: handmade, namespace: default}}
 `
 
 type clusterReport struct {
@@ -76,12 +88,17 @@ type clusterReport struct {
 	Items  []struct {
 		Result             string
 		AlreadyTainted     bool
-		Moves, Stays       []struct{ Name, Placement, Reason string }
+		Moves, Stays       []workEntry
 		TolerantPlacements []string
 	}
 }
 
-func names(ws []struct{ Name, Placement, Reason string }) []string {
+type workEntry struct {
+	Name, Placement, Reason string
+	MovesAt                 *metav1.Time
+}
+
+func names(ws []workEntry) []string {
 	out := []string{}
 	for _, w := range ws {
 		out = append(out, w.Name)
@@ -100,9 +117,34 @@ func taints(t *testing.T, c *harness.Cluster, name string) []ocm.Taint {
 	return out
 }
 
-func workExists(t *testing.T, c *harness.Cluster, name string) bool {
+// joinSet labels a ManagedCluster into a cluster set and adds taints (the
+// hub's webhook stamps their timeAdded).
+func joinSet(t *testing.T, c *harness.Cluster, cluster, set string, add ...ocm.Taint) {
 	t.Helper()
-	_, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("spoke-a").Get(ctx(t, time.Minute), name, metav1.GetOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"cluster.open-cluster-management.io/clusterset": set}}})
+	assert.NilError(t, err)
+	_, err = c.Dynamic.Resource(ocm.ManagedClusterResource).Patch(ctx(t, time.Minute), cluster, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	assert.NilError(t, err)
+	addTaints(t, c, cluster, add...)
+}
+
+func addTaints(t *testing.T, c *harness.Cluster, cluster string, add ...ocm.Taint) {
+	t.Helper()
+	for _, taint := range add {
+		ops := []map[string]any{{"op": "add", "path": "/spec/taints/-", "value": taint}}
+		if len(taints(t, c, cluster)) == 0 {
+			ops = []map[string]any{{"op": "add", "path": "/spec/taints", "value": []ocm.Taint{taint}}}
+		}
+		patch, err := json.Marshal(ops)
+		assert.NilError(t, err)
+		_, err = c.Dynamic.Resource(ocm.ManagedClusterResource).Patch(ctx(t, time.Minute), cluster, "application/json-patch+json", patch, metav1.PatchOptions{})
+		assert.NilError(t, err)
+	}
+}
+
+func workExists(t *testing.T, c *harness.Cluster, cluster, name string) bool {
+	t.Helper()
+	_, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Get(ctx(t, time.Minute), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -110,14 +152,52 @@ func workExists(t *testing.T, c *harness.Cluster, name string) bool {
 	return true
 }
 
+// waitWorks waits until the works with these names exist in the cluster
+// namespace (and, on the spoke, their ConfigMaps), or are all gone.
+func waitWorks(t *testing.T, f fleet, spoke *harness.Cluster, cluster string, exist bool, works ...string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, w := range works {
+			if workExists(t, f.hub.Cluster, cluster, w) != exist {
+				return false, nil
+			}
+			_, err := spoke.Kube.CoreV1().ConfigMaps("default").Get(ctx, w, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			if (err == nil) != exist {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	assert.NilError(t, err, "works %v in %s, want exist=%v", works, cluster, exist)
+}
+
+// decided tells whether the placement's PlacementDecisions name the cluster.
+func decided(t *testing.T, c *harness.Cluster, ns, placement, cluster string) bool {
+	t.Helper()
+	l, err := c.Dynamic.Resource(ocm.PlacementDecisionResource).Namespace(ns).List(ctx(t, time.Minute),
+		metav1.ListOptions{LabelSelector: ocm.PlacementDecisionLabel + "=" + placement})
+	assert.NilError(t, err)
+	for _, d := range l.Items {
+		ds, _, _ := unstructured.NestedSlice(d.Object, "status", "decisions")
+		if slices.ContainsFunc(ds, func(x any) bool { return x.(map[string]any)["clusterName"] == cluster }) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestClusterDrainAndUncordon(t *testing.T) {
-	c := hub.get(t)
-	standin, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	go func() { _ = placement.Run(standin, c.Dynamic) }()
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fleet))
+	f := hubFleet(t)
+	c := f.hub.Cluster
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), drainFleet))
+	joinSet(t, c, "spoke-a", "drain", ocm.Taint{Key: "example.com/maintenance-window", Value: "sunday", Effect: ocm.TaintEffectPreferNoSelect})
+	waitWorks(t, f, f.spokeA, "spoke-a", true, "web", "monitoring", "handmade")
 	before := taints(t, c, "spoke-a")
 	assert.Equal(t, len(before), 1)
+	assert.Check(t, before[0].TimeAdded != nil, "the hub's webhook stamps timeAdded")
 
 	t.Run("dry run lists what moves and what stays", func(t *testing.T) {
 		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--dry-run=client", "-o", "json")
@@ -131,7 +211,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		assert.DeepEqual(t, names(item.Stays), []string{"handmade", "monitoring"})
 		assert.DeepEqual(t, item.TolerantPlacements, []string{"apps/monitoring"})
 		assert.DeepEqual(t, taints(t, c, "spoke-a"), before)
-		assert.Check(t, workExists(t, c, "web"), "a dry run moves nothing")
+		assert.Check(t, workExists(t, c, "spoke-a", "web"), "a dry run moves nothing")
 
 		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--dry-run=server")
 		assert.Equal(t, r.ExitCode, 0, r)
@@ -157,20 +237,25 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		}
 	})
 
-	t.Run("drain moves placement works and reports the rest", func(t *testing.T) {
-		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--timeout", "1m")
+	t.Run("drain ends once the placement's works are gone", func(t *testing.T) {
+		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--timeout", "2m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "handmade"), r)
 		assert.Check(t, is.Contains(r.Stdout, "no placement owns it"), r)
 		assert.Check(t, is.Contains(r.Stdout, "apps/monitoring tolerates"), r)
-		assert.Check(t, !workExists(t, c, "web"), "the placement's work left")
-		assert.Check(t, workExists(t, c, "monitoring") && workExists(t, c, "handmade"))
+		// Gone because the placement controller dropped the cluster and the
+		// replica set controller deleted its work; the agent removed the rest.
+		assert.Check(t, !decided(t, c, "apps", "web", "spoke-a"))
+		assert.Check(t, decided(t, c, "apps", "monitoring", "spoke-a"))
+		assert.Check(t, !workExists(t, c, "spoke-a", "web"), "the placement's work left")
+		waitWorks(t, f, f.spokeA, "spoke-a", false, "web")
+		assert.Check(t, workExists(t, c, "spoke-a", "monitoring") && workExists(t, c, "spoke-a", "handmade"))
 		after := taints(t, c, "spoke-a")
 		assert.Equal(t, len(after), 2, "%+v", after)
 		assert.DeepEqual(t, after[0], before[0])
 		assert.Equal(t, after[1].Key, "fleetdrain.spokekit.io/drained")
 		assert.Equal(t, after[1].Effect, "NoSelect")
-		assert.Check(t, after[1].TimeAdded == nil, "timeAdded is left to the hub")
+		assert.Check(t, after[1].TimeAdded != nil, "sent without timeAdded (the webhook refuses one), stamped by the hub")
 
 		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, "a second drain is a no-op: %s", r)
@@ -178,13 +263,15 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		assert.Equal(t, len(taints(t, c, "spoke-a")), 2)
 	})
 
-	t.Run("uncordon removes only the drain taint", func(t *testing.T) {
+	t.Run("uncordon removes only the drain taint and the work comes back", func(t *testing.T) {
 		r := kubectl(t, c, "fleetdrain", "uncordon", "cluster", "spoke-a", "--dry-run=client")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Equal(t, len(taints(t, c, "spoke-a")), 2)
 		r = kubectl(t, c, "fleetdrain", "uncordon", "cluster", "spoke-a")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.DeepEqual(t, taints(t, c, "spoke-a"), before)
+		waitWorks(t, f, f.spokeA, "spoke-a", true, "web")
+		assert.Check(t, decided(t, c, "apps", "web", "spoke-a"))
 		r = kubectl(t, c, "fleetdrain", "uncordon", "cluster", "spoke-a", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, `"changed": false`), r)

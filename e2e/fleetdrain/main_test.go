@@ -3,33 +3,35 @@
 // Package fleetdrain tests `kubectl fleetdrain` end to end: node drains on a
 // tenant cluster whose nodes are kwok nodes (the real scheduler places the
 // pods, the real controller manager runs the workload and disruption
-// controllers), and cluster drains on a fleet hub with the placement stand-in.
+// controllers), and cluster drains on a hub running Open Cluster
+// Management's own hub components, with spokes joined by their real agents
+// (placements decided by the real placement controller, works removed by the
+// real ManifestWorkReplicaSet controller and work agents).
 package fleetdrain
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
 var env *harness.Env
 
+// TestMain starts nothing up front: the clusters start when a test first
+// needs them, so a run of only the node tests starts no hub.
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = harness.NewEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Close()
-	os.Exit(code)
+	os.Exit(harness.Main(m, func(_, _ context.Context, e *harness.Env) (func(), error) {
+		env = e
+		return nil, nil
+	}))
 }
 
 // lazyCluster starts a cluster the first time a test needs it, so a run of
@@ -56,10 +58,93 @@ func (l *lazyCluster) get(t testing.TB) *harness.Cluster {
 	return l.cluster
 }
 
+var tenant = &lazyCluster{name: "tenant"}
+
+// fleet is the hub with its OCM components and two joined spokes: spoke-a
+// for the drain walk-through, spoke-b for the conformance table.
+type fleet struct {
+	hub            *harness.OCMHub
+	spokeA, spokeB *harness.Cluster
+}
+
 var (
-	tenant = &lazyCluster{name: "tenant"}
-	hub    = &lazyCluster{name: "hub", setup: harness.InstallHubCRDs}
+	fleetOnce sync.Once
+	fleetBed  fleet
+	fleetErr  error
 )
+
+// hubFleet starts the fleet the first time a test needs it.
+func hubFleet(t testing.TB) fleet {
+	t.Helper()
+	fleetOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), harness.SetupTimeout)
+		defer cancel()
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() (err error) { fleetBed.hub, err = env.StartOCMHub(gctx, "hub"); return err })
+		g.Go(func() (err error) { fleetBed.spokeA, err = env.StartCluster(gctx, "spoke-a"); return err })
+		g.Go(func() (err error) { fleetBed.spokeB, err = env.StartCluster(gctx, "spoke-b"); return err })
+		if fleetErr = g.Wait(); fleetErr != nil {
+			return
+		}
+		g, gctx = errgroup.WithContext(ctx)
+		g.Go(func() error { return fleetBed.hub.Join(gctx, "spoke-a", fleetBed.spokeA) })
+		g.Go(func() error { return fleetBed.hub.Join(gctx, "spoke-b", fleetBed.spokeB) })
+		fleetErr = g.Wait()
+	})
+	assert.NilError(t, fleetErr)
+	return fleetBed
+}
+
+var (
+	extraMu     sync.Mutex
+	extraJoined = map[string]error{}
+)
+
+// drainBed joins clusters to the hub (their agents share spoke-a's API
+// server, so each costs one agent process, not a control plane), puts them
+// in their own cluster set bound to namespace set, and gives that namespace
+// a placement web with the given spec and an empty ManifestWorkReplicaSet
+// over it; it returns once every cluster carries the placement's work.
+func drainBed(t *testing.T, set, placementSpec string, clusters ...string) fleet {
+	t.Helper()
+	f := hubFleet(t)
+	extraMu.Lock()
+	for _, name := range clusters {
+		if _, done := extraJoined[name]; !done {
+			extraJoined[name] = f.hub.Join(ctx(t, harness.SetupTimeout), name, f.spokeA)
+		}
+		err := extraJoined[name]
+		if err != nil {
+			extraMu.Unlock()
+			assert.NilError(t, err)
+		}
+	}
+	extraMu.Unlock()
+	assert.NilError(t, f.hub.ApplyYAML(ctx(t, time.Minute), clusterSet(set, set)+`
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web, namespace: `+set+`}
+spec: `+placementSpec+`
+---
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: web, namespace: `+set+`}
+spec:
+  placementRefs: [{name: web}]
+  manifestWorkTemplate: {workload: {manifests: []}}
+`))
+	for _, name := range clusters {
+		joinSet(t, f.hub.Cluster, name, set)
+	}
+	for _, name := range clusters {
+		err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return workExists(t, f.hub.Cluster, name, "web"), nil
+		})
+		assert.NilError(t, err, "the placement's work on %s", name)
+	}
+	return f
+}
 
 func ctx(t testing.TB, d time.Duration) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), d)

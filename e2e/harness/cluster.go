@@ -22,8 +22,10 @@ type Env struct {
 	Tools   Tools
 	Workdir string
 
-	mu       sync.Mutex
-	clusters []*Cluster
+	mu        sync.Mutex
+	clusters  []*Cluster
+	processes []*Process
+	failures  []error
 }
 
 // NewEnv prepares a workdir for a test run's clusters. Under
@@ -63,6 +65,8 @@ func OpenEnv(dir string) (*Env, error) {
 // DeleteAll deletes every cluster in the workdir, including those of an
 // earlier process.
 func (e *Env) DeleteAll(ctx context.Context) error {
+	e.stopProcesses()
+	e.killLeftProcesses()
 	entries, err := os.ReadDir(filepath.Join(e.Workdir, "clusters"))
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -80,6 +84,7 @@ func (e *Env) DeleteAll(ctx context.Context) error {
 
 // Close deletes every cluster of the run and its workdir.
 func (e *Env) Close() {
+	e.stopProcesses()
 	e.mu.Lock()
 	clusters := e.clusters
 	e.clusters = nil
@@ -247,3 +252,6 @@ func runContext(ctx context.Context, cmd *exec.Cmd) error {
 		return ctx.Err()
 	}
 }
+
+// Env is the test run the cluster belongs to.
+func (c *Cluster) Env() *Env { return c.env }

@@ -22,24 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// The upstream modules the CRDs come from, pinned.
-const (
-	OCMModule  = "open-cluster-management.io/api@v1.1.0"
-	CAPIModule = "sigs.k8s.io/cluster-api@v1.14.2"
-)
+// The upstream module the Cluster API CRDs come from, pinned (the OCM ones
+// come from OCMComponents, the release the test bed runs).
+const CAPIModule = "sigs.k8s.io/cluster-api@v1.14.2"
 
-// OCMCRDs are the Open Cluster Management CRDs a hub needs, relative to OCMModule.
-var OCMCRDs = []string{
-	"cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml",
-	"cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml",
-	"cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml",
-	"cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml",
-	"cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml",
-	"work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml",
-	"work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml",
-	"addon/v1alpha1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml",
-	"addon/v1alpha1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml",
-}
+// OCMHubCRDs are the CRDs an OCM hub serves, relative to OCMComponents
+// (the folder also holds templates: only *.crd.yaml are CRDs).
+const OCMHubCRDs = "manifests/cluster-manager/hub/*.crd.yaml"
 
 // CAPICRDs are the Cluster API CRDs a platform cluster needs, relative to CAPIModule.
 var CAPICRDs = []string{
@@ -50,6 +39,19 @@ var CAPICRDs = []string{
 	"core/config/crd/bases/cluster.x-k8s.io_machines.yaml",
 	"core/config/crd/bases/cluster.x-k8s.io_machinepools.yaml",
 	"core/config/crd/bases/cluster.x-k8s.io_machinehealthchecks.yaml",
+}
+
+// ModuleGlob returns the files inside a Go module version that match a glob.
+func ModuleGlob(ctx context.Context, module, pattern string) ([]string, error) {
+	dir, err := ModuleFiles(ctx, module, []string{""})
+	if err != nil {
+		return nil, err
+	}
+	paths, err := filepath.Glob(filepath.Join(dir[0], pattern))
+	if err == nil && len(paths) == 0 {
+		err = fmt.Errorf("no files match %s in %s", pattern, module)
+	}
+	return paths, err
 }
 
 // ModuleFiles returns the paths of files inside a Go module version, fetched

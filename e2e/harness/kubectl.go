@@ -50,11 +50,7 @@ func (c Command) Run(ctx context.Context, program string, args ...string) (Resul
 
 // RunIn runs a program in the command's environment from directory dir.
 func (c Command) RunIn(ctx context.Context, dir, program string, args ...string) (Result, error) {
-	cmd := exec.Command(program, args...)
-	cmd.Dir = dir
-	env := []string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}
-	cmd.Env = append(env, c.Env...)
-	cmd.Stdin = strings.NewReader(c.Stdin)
+	cmd := c.command(dir, program, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := runContext(ctx, cmd)
@@ -65,6 +61,16 @@ func (c Command) RunIn(ctx context.Context, dir, program string, args ...string)
 		return r, nil
 	}
 	return r, err
+}
+
+// command is program with args in the command's environment, from dir.
+func (c Command) command(dir, program string, args ...string) *exec.Cmd {
+	cmd := exec.Command(program, args...)
+	cmd.Dir = dir
+	env := []string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}
+	cmd.Env = append(env, c.Env...)
+	cmd.Stdin = strings.NewReader(c.Stdin)
+	return cmd
 }
 
 // For returns a command whose KUBECONFIG is the cluster's.

@@ -40,5 +40,11 @@ func Main(m *testing.M, setup Setup) int {
 	if after != nil {
 		after()
 	}
+	// A stand-in or component that went wrong fails the run, even when the
+	// tests passed: what they proved was proven on a broken bed.
+	if err := env.Failures(); err != nil {
+		fmt.Fprintln(os.Stderr, "test bed:", err)
+		return 1
+	}
 	return code
 }

@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
 
 func TestAddRefusesBadKubeconfigs(t *testing.T) {
@@ -100,7 +101,7 @@ func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
 	// The secret holds the kubeconfig minified to its one context.
 	sec, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), "spoke-1-kubeconfig", metav1.GetOptions{})
 	assert.NilError(t, err)
-	kc, err := kubeconfig.Parse(sec.Data["kubeconfig"], "secret")
+	kc, err := kubeconfig.FromSecret(sec, "kubeconfig")
 	assert.NilError(t, err)
 	assert.Equal(t, kc.Server, spoke1.Config.Host)
 
@@ -146,16 +147,33 @@ func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
 
 func TestAddDryRunWritesNothingAndRedacts(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
+	// The spoke's kubeconfig with user:password@ in its server URL too: the
+	// API server ignores the basic-auth header and takes the certificate.
+	cfg := kubeconfigOf(t, spoke2)
+	server := &cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server
+	*server = strings.Replace(*server, "https://", "https://url-user-0123:url-password-0123456789@", 1)
+	file := writeKubeconfig(t, cfg)
+	creds := map[string][]byte{
+		"client key":         currentUser(cfg).ClientKeyData,
+		"client certificate": currentUser(cfg).ClientCertificateData,
+		"URL password":       []byte("url-password-0123456789"),
+	}
+	assert.Check(t, is.DeepEqual(leaktest.Find(readFile(t, file), creds), []string{"URL password", "client certificate", "client key"}),
+		"the search finds every credential in the kubeconfig, so it can fail")
 	for _, mode := range []string{"client", "server"} {
-		r := spoke(t, "add", "dry", "--spoke-kubeconfig", spoke2.Kubeconfig, "--values", values, "--apply", "--dry-run="+mode, "-o", "yaml")
-		assert.Equal(t, r.ExitCode, 0, r)
-		assert.Check(t, is.Contains(r.Stdout, "kind: Spoke\n"), r)
-		assert.Check(t, is.Contains(r.Stdout, "would be created"), r)
-		cfg := kubeconfigOf(t, spoke2)
-		assert.Check(t, !strings.Contains(r.Stdout, string(b64(currentUser(cfg).ClientKeyData))), "the key never shows")
-		assert.Check(t, !strings.Contains(r.Stdout, string(b64(currentUser(cfg).ClientCertificateData))), "the certificate never shows")
-		assert.Equal(t, readFile(t, values), valuesFile)
-		assert.Check(t, !secretExists(t, "dry"))
-		assert.Check(t, spokeObject(t, "dry") == nil)
+		for _, format := range []string{"yaml", "json", ""} {
+			r := spoke(t, "add", "dry", "--spoke-kubeconfig", file, "--values", values, "--apply", "--dry-run="+mode, "-o", format)
+			assert.Equal(t, r.ExitCode, 0, r)
+			assert.Check(t, is.Contains(r.Stdout, "would be created"), r)
+			if format != "" {
+				assert.Check(t, is.Regexp(`"?kind"?: "?Secret`, r.Stdout), "the secret is shown, redacted")
+			}
+			// The secret's data is base64 of the kubeconfig, whose key data is
+			// base64 again: leaktest decodes both layers.
+			assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "dry-run=%s -o %q: %s", mode, format, r)
+			assert.Equal(t, readFile(t, values), valuesFile)
+			assert.Check(t, !secretExists(t, "dry"))
+			assert.Check(t, spokeObject(t, "dry") == nil)
+		}
 	}
 }

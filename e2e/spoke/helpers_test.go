@@ -173,5 +173,4 @@ func addAndJoin(t testing.TB, name string, c *harness.Cluster, extra ...string) 
 }
 
 func b64url(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-func b64(b []byte) string    { return base64.StdEncoding.EncodeToString(b) }
 func itoa(i int64) string    { return strconv.FormatInt(i, 10) }

@@ -60,10 +60,12 @@ func createMany(t testing.TB) error {
 			if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(manyNamespace).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
+			// Not accepted: the hub's registration controller then leaves
+			// them alone (no namespace, no RBAC for 2,000 clusters).
 			mc := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
 				"metadata": map[string]any{"name": name},
-				"spec":     map[string]any{"hubAcceptsClient": true},
+				"spec":     map[string]any{"hubAcceptsClient": false},
 			}}
 			if _, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Create(gctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
@@ -100,7 +102,7 @@ func listRequests(t testing.TB) map[string]float64 {
 }
 
 // countLists runs fn with the stand-in paused and returns the LIST
-// requests it made, per resource.
+// requests it made, per resource (OCM's controllers watch, they do not list).
 func countLists(t testing.TB, fn func()) map[string]float64 {
 	t.Helper()
 	resume := standin.Pause()

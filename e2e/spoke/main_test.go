@@ -1,14 +1,13 @@
 //go:build e2e
 
-// Package spoke tests `kubectl spoke` end to end: a hub and two spokes
-// (real kwokctl control planes), the fleet stand-in playing the FleetConfig
-// controller and OCM registration on the hub, and the built plugin run
-// through the built kubectl.
+// Package spoke tests `kubectl spoke` end to end: a hub running Open Cluster
+// Management's own hub components, two spokes (real kwokctl control planes)
+// whose klusterlet agents the fleet stand-in starts, as the FleetConfig
+// controller would, and the built plugin run through the built kubectl.
 package spoke
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ const releaseNamespace = "mural-system"
 
 var (
 	env            *harness.Env
-	hub            *harness.Cluster
+	hub            *harness.OCMHub
 	spoke1, spoke2 *harness.Cluster
 	standin        *fleet.Fleet
 )
@@ -34,10 +33,7 @@ func TestMain(m *testing.M) {
 		env = e
 		g, gctx := errgroup.WithContext(start)
 		g.Go(func() (err error) {
-			if hub, err = env.StartCluster(gctx, "hub"); err != nil {
-				return err
-			}
-			if err := harness.InstallHubCRDs(gctx, hub); err != nil {
+			if hub, err = env.StartOCMHub(gctx, "hub"); err != nil {
 				return err
 			}
 			return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")
@@ -47,14 +43,7 @@ func TestMain(m *testing.M) {
 		if err := g.Wait(); err != nil {
 			return nil, err
 		}
-		var err error
-		if standin, err = fleet.Start(run, hub.Config, releaseNamespace, 300*time.Millisecond); err != nil {
-			return nil, err
-		}
-		return func() {
-			for _, err := range standin.Errors() {
-				fmt.Fprintln(os.Stderr, "fleet stand-in:", err)
-			}
-		}, nil
+		standin = fleet.Start(run, hub, releaseNamespace, 300*time.Millisecond)
+		return nil, nil
 	}))
 }

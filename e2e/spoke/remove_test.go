@@ -41,6 +41,8 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	createWork(t, "blocked", "from-placement", func(u *unstructured.Unstructured) {
 		u.SetLabels(map[string]string{ocm.PlacementLabel: "spokes"})
 	})
+	// The spoke's work agent applies the hand-made work.
+	waitConfigMap(t, spoke2, "hand-made", true)
 
 	r := spoke(t, "status", "blocked")
 	assert.Equal(t, r.ExitCode, 0, r)
@@ -57,11 +59,20 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	s := spokeObject(t, "blocked")
 	assert.Assert(t, s != nil && s.GetDeletionTimestamp() == nil, "the Spoke is untouched")
 
-	// Placement works leave when the cluster is drained (not this stand-in's
-	// job); here they go by hand, with the hand-made one.
-	for _, w := range []string{"hand-made", "from-placement"} {
-		assert.NilError(t, hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("blocked").Delete(ctx(t), w, metav1.DeleteOptions{}))
-	}
+	// Deleted on the hub, the work leaves the spoke: the agent removes it.
+	deleteWork(t, "blocked", "hand-made")
+	waitConfigMap(t, spoke2, "hand-made", false)
+
+	// Placement works block too while forceClusterDrain is off: upstream's
+	// controller would wait for them forever.
+	r = spoke(t, "remove", "blocked", "--wait")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "from-placement"), r)
+	assert.Check(t, is.Contains(r.Stderr, "run `kubectl fleetdrain cluster blocked` first"), r)
+	assert.Check(t, spokeObject(t, "blocked").GetDeletionTimestamp() == nil, "the Spoke is untouched")
+
+	// No placement made it (it is made by hand), so no drain takes it away.
+	deleteWork(t, "blocked", "from-placement")
 	r = spoke(t, "remove", "blocked", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "gone"), r)
@@ -91,38 +102,4 @@ func TestRemoveHelmOwnedSpoke(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "entry removed"), r)
 	assert.Equal(t, readFile(t, values), valuesFile, "the file is back to what it was, byte for byte")
-}
-
-// Stops spoke-2's control plane, so it runs last and starts it again.
-func TestZForceRemoveUnreachableSpoke(t *testing.T) {
-	addAndJoin(t, "doomed", spoke2)
-
-	r := spoke(t, "force-remove", "doomed", "--yes")
-	assert.Equal(t, r.ExitCode, 3, r)
-	assert.Check(t, is.Contains(r.Stderr, "is reachable"), r)
-	assert.Check(t, spokeObject(t, "doomed").GetDeletionTimestamp() == nil)
-
-	r = spoke(t, "force-remove", "doomed")
-	assert.Equal(t, r.ExitCode, 3, "no terminal, no --yes: %s", r)
-
-	assert.NilError(t, spoke2.Stop(ctx(t)))
-	t.Cleanup(func() { assert.Check(t, spoke2.Start(ctx(t))) })
-	w, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "managedcluster/doomed", "--for=condition=ManagedClusterConditionAvailable=Unknown", "--timeout=2m")
-	assert.NilError(t, err)
-	assert.Equal(t, w.ExitCode, 0, w)
-
-	r = spoke(t, "list", "-o", "wide")
-	assert.Check(t, is.Regexp(`(?m)^doomed\s+Unhealthy\s+True\s+Unknown\s+.*cluster.open-cluster-management.io/unreachable:NoSelect`, r.Stdout), r)
-
-	r = spoke(t, "remove", "doomed", "--wait", "--timeout", "15s")
-	assert.Equal(t, r.ExitCode, 4, "the unjoin cannot happen: %s", r)
-	assert.Check(t, is.Contains(r.Stderr, "failed to unjoin spoke cluster"), r)
-	assert.Check(t, is.Contains(r.Stderr, "kubectl spoke force-remove doomed"), r)
-
-	r = spoke(t, "force-remove", "doomed", "--yes", "--timeout", "2m")
-	assert.Equal(t, r.ExitCode, 0, r)
-	assert.Check(t, is.Contains(r.Stdout, "delete klusterlet klusterlet"), r)
-	assert.Check(t, is.Contains(r.Stdout, "open-cluster-management-agent"), r)
-	assert.Check(t, spokeObject(t, "doomed") == nil)
-	assert.Check(t, managedCluster(t, "doomed") == nil)
 }

@@ -76,4 +76,18 @@ func TestSetMutableAndImmutableFields(t *testing.T) {
 
 	r = spoke(t, "set", "settable", "logVerbosity=99")
 	assert.Equal(t, r.ExitCode, 1, "the API server's validation speaks: %s", r)
+
+	// An annotation key with dots is one key, not nested maps.
+	r = spoke(t, "set", "settable", `klusterlet.annotations["example.com/team"]=ml`, `klusterlet.annotations.example\.com/owner=ops`)
+	assert.Equal(t, r.ExitCode, 0, r)
+	annotations, _, _ := unstructured.NestedStringMap(spokeObject(t, "settable").Object, "spec", "klusterlet", "annotations")
+	assert.Equal(t, annotations["example.com/team"], "ml")
+	assert.Equal(t, annotations["example.com/owner"], "ops")
+
+	// Credentials change only through rotate-kubeconfig.
+	rv = spokeObject(t, "settable").GetResourceVersion()
+	r = spoke(t, "set", "settable", "kubeconfig.secretReference.name=spoke-2-kubeconfig")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl spoke rotate-kubeconfig settable"), r)
+	assert.Equal(t, spokeObject(t, "settable").GetResourceVersion(), rv, "nothing was changed")
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen, krew) and GoReleaser, which `make dist` runs, from the
-# modules pinned in the tools modules beside this script, all through the Go
-# module proxy. Each module's binaries are cached under a directory keyed by
-# the hash of its go.mod and go.sum, so a pin change rebuilds only that module
-# and a warm run takes seconds.
+# kwokctl, controller-gen, krew, Open Cluster Management) and GoReleaser, which
+# `make dist` runs, from the modules pinned in the tools modules beside this
+# script, all through the Go module proxy. Each module's binaries are cached
+# under a directory keyed by the hash of its go.mod, go.sum and Go files, so a
+# change rebuilds only that module and a warm run takes seconds.
 #
 # usage: build.sh BIN_DIR [MODULE...]   (BIN_DIR gets links to every tool, or to
 #        those of the named modules only, e.g. `build.sh BIN_DIR goreleaser`)
@@ -21,7 +21,7 @@ build() {
   local mod=$1; shift
   [[ $only == "  " || $only == *" $mod "* ]] || return 0
   local key dir
-  key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum"; echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
+  key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum" $(compgen -G "$here/$mod/*.go"); echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
   # Two builds of one module at once would delete each other's output: take turns.
   local lock
@@ -59,5 +59,7 @@ build etcd etcd=go.etcd.io/etcd/server/v3
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen
 build krew kubectl-krew=sigs.k8s.io/krew/cmd/krew validate-krew-manifest=sigs.k8s.io/krew/cmd/validate-krew-manifest
+# One binary with upstream's hub controllers, registration webhook and agent (see main.go).
+build ocm ocm=.
 build goreleaser goreleaser=github.com/goreleaser/goreleaser/v2
 echo "e2e-tools: ready in $bin"

@@ -117,7 +117,8 @@ func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	if err != nil {
 		return UsageErrorf("%v", err)
 	}
-	return p.PrintObj(u, w)
+	// Machine formats print the server's text as it is, as kubectl does.
+	return p.PrintObj(u, raw(w))
 }
 
 // ToUnstructured turns a report struct into the object the printers take: a
@@ -138,7 +139,7 @@ func ToUnstructured(obj any) (runtime.Object, error) {
 }
 
 // WriteTable prints a table with kubectl's column layout; wide keeps the
-// columns marked Wide.
+// columns marked Wide. Each cell is escaped to one line.
 func WriteTable(w io.Writer, t Table, wide bool) error {
 	tw := printers.GetNewTabWriter(w)
 	var keep []int
@@ -161,7 +162,7 @@ func WriteTable(w io.Writer, t Table, wide bool) error {
 			if cell == "" {
 				cell = "<none>"
 			}
-			cells = append(cells, cell)
+			cells = append(cells, escapeLine(cell))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}

@@ -20,8 +20,10 @@ type Progress struct {
 	last string
 }
 
-// NewProgress reports to w, live when w is a terminal.
+// NewProgress reports to w, live when w is a terminal. The line's text is
+// escaped here; its own control sequences go to the stream as they are.
 func NewProgress(w io.Writer) *Progress {
+	w = raw(w)
 	return &Progress{out: w, live: term.IsTerminal(w), now: time.Now}
 }
 
@@ -30,7 +32,7 @@ func (p *Progress) Update(format string, args ...any) {
 	if p == nil {
 		return
 	}
-	msg := fmt.Sprintf(format, args...)
+	msg := escapeLine(fmt.Sprintf(format, args...))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if msg == p.last {
@@ -42,6 +44,27 @@ func (p *Progress) Update(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(p.out, "%s %s\n", p.now().UTC().Format(time.RFC3339), msg)
+}
+
+// Printf writes a line of its own (e.g. "node/x drained") without tearing
+// the live line: the line is cleared, the message written, the live state
+// drawn again. Every writer of a command's stderr that runs beside the
+// progress goes through it, so writes never interleave.
+func (p *Progress) Printf(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.live {
+		fmt.Fprintln(p.out, msg)
+		return
+	}
+	fmt.Fprintf(p.out, "\r\033[K%s\n", msg)
+	if p.last != "" {
+		fmt.Fprint(p.out, p.last)
+	}
 }
 
 // Done ends the live line with a final message.

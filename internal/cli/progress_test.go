@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +34,34 @@ func TestProgressLiveRewritesOneLine(t *testing.T) {
 	assert.Equal(t, buf.String(), "\r\033[Ka\r\033[Kb\r\033[Kdone\n")
 }
 
+func TestProgressPrintfKeepsTheLiveLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf)
+	p.live = true
+	p.Update("1/2 nodes drained")
+	p.Printf("node/%s drained", "a")
+	p.Done("2/2 nodes drained")
+	assert.Equal(t, buf.String(), "\r\033[K1/2 nodes drained\r\033[Knode/a drained\n1/2 nodes drained\r\033[K2/2 nodes drained\n")
+}
+
+// Lines and updates from many goroutines never race (run with -race).
+func TestProgressPrintfAndUpdateFromManyGoroutines(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			p.Update("step %d", i)
+			p.Printf("line %d", i)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, strings.Count(buf.String(), "line "), 8)
+}
+
 func TestNilProgressIsQuiet(t *testing.T) {
 	var p *Progress
 	p.Update("x")
+	p.Printf("z")
 	p.Done("y")
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 func TestConfirmRefusesWithoutTerminal(t *testing.T) {
 	streams, in, _, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString("yes\n")
-	err := Confirm(streams, "Force-remove spoke-1", false)
+	err := Confirm(context.Background(), streams, "Force-remove spoke-1", false)
 	assert.Equal(t, ExitCode(err), ExitRefused)
 	assert.ErrorContains(t, err, "--yes")
 	assert.Equal(t, errOut.String(), "", "nothing is asked when the answer cannot be read")
@@ -19,7 +20,7 @@ func TestConfirmRefusesWithoutTerminal(t *testing.T) {
 
 func TestConfirmYesSkipsTheQuestion(t *testing.T) {
 	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
-	assert.NilError(t, Confirm(streams, "Force-remove spoke-1", true))
+	assert.NilError(t, Confirm(context.Background(), streams, "Force-remove spoke-1", true))
 	assert.Equal(t, errOut.String(), "")
 }
 
@@ -27,7 +28,7 @@ func TestConfirmFromReadsTheAnswer(t *testing.T) {
 	for answer, ok := range map[string]bool{"y\n": true, "YES\n": true, "n\n": false, "\n": false, "": false, "maybe\n": false} {
 		streams, in, _, errOut := genericiooptions.NewTestIOStreams()
 		in.WriteString(answer)
-		err := ConfirmFrom(streams, "Delete it")
+		err := ConfirmFrom(context.Background(), streams, "Delete it")
 		assert.Equal(t, err == nil, ok, "answer %q", answer)
 		assert.Assert(t, strings.HasPrefix(errOut.String(), "Delete it [y/N]: "))
 		if !ok {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
@@ -52,7 +53,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	root := &cobra.Command{
 		Use:     p.Name,
 		Short:   p.Short,
-		Long:    p.Long,
+		Long:    p.Long + "\n\n" + ExitCodesHelp,
 		Example: p.Example,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl " + p.Name,
@@ -73,6 +74,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
 
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return endWithRun(c, root.Context) }
 	flags := root.PersistentFlags()
 	configFlags.AddFlags(flags)
 	matchVersion.AddFlags(flags)
@@ -155,10 +157,14 @@ func MinArgs(n int, name string) cobra.PositionalArgs {
 }
 
 // Execute runs the command line and returns the exit code, printing any error
-// once to stderr the way kubectl does.
+// once to stderr the way kubectl does. The command's context ends at the
+// first SIGINT or SIGTERM; a command that fails then exits with
+// ExitInterrupted, whatever its error (often a request cut short).
 func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
+	ctx, stop := withInterrupt(context.Background())
+	defer stop()
 	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(context.Background())
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -169,10 +175,16 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	if m, ok := cmdutil.StandardErrorMessage(unwrapExit(err)); ok {
 		msg = m
 	}
+	if Interrupted(ctx) {
+		code = ExitInterrupted
+		if !errors.Is(err, ErrInterrupted) {
+			msg = context.Cause(ctx).Error() + ": " + strings.TrimPrefix(msg, "error: ")
+		}
+	}
 	if !strings.HasPrefix(msg, "error: ") && !strings.HasPrefix(msg, "Error from server") {
 		msg = "error: " + msg
 	}
-	fmt.Fprintln(streams.ErrOut, strings.TrimRight(msg, "\n"))
+	fmt.Fprintln(streams.ErrOut, EscapeTerminal(strings.TrimRight(msg, "\n")))
 	if code == ExitUsage && cmd != nil {
 		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
@@ -187,8 +199,9 @@ func unwrapExit(err error) error {
 	return err
 }
 
-// Main is the whole of a plugin's main function.
+// Main is the whole of a plugin's main function. What commands print is
+// escaped for the terminal (see terminalWriter).
 func Main(newRoot func(genericiooptions.IOStreams) *cobra.Command) {
-	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	streams := escapingStreams(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	os.Exit(Execute(newRoot(streams), os.Args[1:], streams))
 }

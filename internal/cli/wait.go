@@ -21,7 +21,7 @@ type Check func(objs []any) (done bool, state string, err error)
 // WaitFor watches the objects of lw (a list and watch, usually narrowed to
 // one object by a field selector) until check says done, or until timeout
 // (0: no limit). A timeout returns an ExitError with code 4 naming the last
-// observed state.
+// observed state; the end of ctx (Ctrl-C) returns its cause, also naming it.
 func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example runtime.Object, timeout time.Duration, p *Progress, check Check) error {
 	var store cache.Store
 	last := "nothing observed yet"
@@ -34,14 +34,19 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		p.Update("%s: %s", what, state)
 		return done, nil
 	}
-	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
+	wctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
-	_, err := watchtools.UntilWithSync(ctx, lw, example,
+	_, err := watchtools.UntilWithSync(wctx, lw, example,
 		func(s cache.Store) (bool, error) { store = s; return eval() },
 		func(watch.Event) (bool, error) { return eval() })
 	if err == nil {
 		p.Done("%s: %s", what, last)
 		return nil
+	}
+	// The run's own context ended (Ctrl-C): not a timeout of this wait.
+	if ctx.Err() != nil {
+		p.Done("%s: stopped waiting", what)
+		return fmt.Errorf("stopped waiting for %s; last state: %s: %w", what, last, context.Cause(ctx))
 	}
 	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
 		p.Done("%s: gave up after %s", what, timeout)

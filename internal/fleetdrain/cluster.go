@@ -30,6 +30,9 @@ const (
 	ClusterPlanned  ClusterResult = "Planned"
 	ClusterDrained  ClusterResult = "Drained"
 	ClusterTimedOut ClusterResult = "TimedOut"
+	// ClusterNotDrained: tainted, but the wait for its works stopped (an
+	// error, or Ctrl-C) before they left.
+	ClusterNotDrained ClusterResult = "NotDrained"
 )
 
 // ClusterDrainReport is what `fleetdrain cluster` prints, with the same
@@ -60,15 +63,25 @@ type WorkEntry struct {
 	Name      string `json:"name"`
 	Placement string `json:"placement,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// MovesAt is when a work that moves leaves, if later than the plan:
+	// its placement tolerates the cluster's taints for tolerationSeconds,
+	// counted from each taint's timeAdded.
+	MovesAt *metav1.Time `json:"movesAt,omitempty"`
 }
 
 // PlanCluster decides, for the ManifestWorks in a cluster's namespace, which
-// ones leave when the drain taint is added and which stay. A work leaves
-// when the placement named by its placement label exists and does not
-// tolerate the taint.
-func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placements []ocm.Placement, now time.Time) ClusterReport {
+// ones leave once the cluster carries the drain taint besides its taints,
+// and when, by the rules of upstream's placement scheduler: a work leaves
+// when the placement named by its placement label exists and lets the
+// cluster go (ocm.KeptUntil), or selects nothing because its tolerations are
+// misconfigured. A drain taint not yet on the cluster counts as added now.
+func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placements []ocm.Placement, taints []ocm.Taint, now time.Time) ClusterReport {
 	r := ClusterReport{ReportMeta: api.NewReportMeta("ClusterDrain", cluster), Result: ClusterPlanned, Moves: []WorkEntry{}, Stays: []WorkEntry{}}
-	taint := DrainTaint()
+	if !slices.ContainsFunc(taints, func(t ocm.Taint) bool { return t.Key == DrainTaintKey }) {
+		drain := DrainTaint()
+		drain.TimeAdded = &metav1.Time{Time: now}
+		taints = append(slices.Clone(taints), drain)
+	}
 	tolerant := map[string]bool{}
 	for _, w := range works {
 		name := w.Labels[ocm.PlacementLabel]
@@ -81,11 +94,21 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 			continue
 		}
 		entry := WorkEntry{Name: w.Name, Placement: name}
-		candidates := placementsNamed(placements, name, replicaSetNamespace(w.Labels[ocm.ManifestWorkReplicaSetLabel]))
-		var keeping []string
+		candidates := ocm.PlacementsOf(w.Labels, placements)
+		var keeping, misconfigured []string
+		var last time.Time
 		for _, p := range candidates {
-			if ocm.Tolerates(p.Spec.Tolerations, taint, now) {
-				keeping = append(keeping, podKey(p.Namespace, p.Name))
+			key := podKey(p.Namespace, p.Name)
+			if why := ocm.Misconfigured(p.Spec.Tolerations); why != "" {
+				misconfigured = append(misconfigured, key+" ("+why+")")
+				continue
+			}
+			// The work is there, so the placement has the cluster in its decisions.
+			until, leaves := ocm.KeptUntil(p.Spec.Tolerations, taints, true)
+			if !leaves {
+				keeping = append(keeping, key)
+			} else if until.After(last) {
+				last = until
 			}
 		}
 		switch {
@@ -99,6 +122,13 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 			}
 			r.Stays = append(r.Stays, entry)
 		default:
+			if len(misconfigured) > 0 {
+				entry.Reason = "placement " + strings.Join(misconfigured, ", ") + " selects no cluster"
+			}
+			if last.After(now) {
+				entry.MovesAt = &metav1.Time{Time: last.UTC()}
+				entry.Reason = "its placement tolerates the cluster's taints until then (tolerationSeconds)"
+			}
 			r.Moves = append(r.Moves, entry)
 		}
 	}
@@ -107,26 +137,6 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 	}
 	slices.Sort(r.TolerantPlacements)
 	return r
-}
-
-// replicaSetNamespace reads the namespace from a ManifestWorkReplicaSet
-// label value "<namespace>.<name>" (namespaces hold no dots).
-func replicaSetNamespace(v string) string {
-	ns, _, ok := strings.Cut(v, ".")
-	if !ok {
-		return ""
-	}
-	return ns
-}
-
-func placementsNamed(placements []ocm.Placement, name, namespace string) []ocm.Placement {
-	var out []ocm.Placement
-	for _, p := range placements {
-		if p.Name == name && (namespace == "" || p.Namespace == namespace) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func (r ClusterDrainReport) table() cli.Table {
@@ -140,7 +150,14 @@ func (r ClusterDrainReport) table() cli.Table {
 			if c.Result == ClusterDrained {
 				fate = "moved"
 			}
-			add(w.Name, fate, "placement "+w.Placement)
+			detail := "placement " + w.Placement
+			if w.MovesAt != nil {
+				fate += " at " + w.MovesAt.UTC().Format(time.RFC3339)
+			}
+			if w.Reason != "" {
+				detail += ": " + w.Reason
+			}
+			add(w.Name, fate, detail)
 		}
 		for _, w := range c.Stays {
 			add(w.Name, "stays", w.Reason)

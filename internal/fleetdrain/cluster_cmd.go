@@ -2,7 +2,6 @@ package fleetdrain
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -36,6 +36,7 @@ type ClusterOptions struct {
 	Timeout  time.Duration
 	DryRun   cli.DryRun
 	dynamic  dynamic.Interface
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
@@ -52,7 +53,10 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 
 			The report lists what stays: works no placement owns (made by hand;
 			they also block ` + "`kubectl spoke remove`" + `), and works whose placement
-			tolerates the taint. --dry-run lists what would move and what would stay.
+			tolerates the taint. A placement that tolerates it for
+			tolerationSeconds lets its works go when those run out (counted from
+			the taint's timeAdded): the report says when, and the wait includes
+			them. --dry-run lists what would move, when, and what would stay.
 			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
 			removes the drain taint again.`),
 		Example: templates.Examples(`
@@ -72,10 +76,16 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 				return err
 			}
 			o.Clusters = args
+			if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+				return err
+			}
 			if o.Timeout <= 0 {
 				return cli.UsageErrorf("--timeout must be positive, got %s", o.Timeout)
 			}
 			if o.dynamic, err = f.DynamicClient(); err != nil {
+				return err
+			}
+			if o.access, err = accessClient(f); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -98,7 +108,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			return err
 		}
 		clusters[name] = mc
-		plan, err := o.plan(ctx, name)
+		plan, err := o.plan(ctx, mc)
 		if err != nil {
 			return err
 		}
@@ -108,9 +118,12 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if o.DryRun == cli.DryRunClient {
 		return o.Output.Print(o.Out, report, report.table)
 	}
-	for _, name := range o.Clusters {
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
+		return err
+	}
+	for i, name := range o.Clusters {
 		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
-			return err
+			return taintError(err, o.Clusters[:i], o.Clusters[i:])
 		}
 		if o.DryRun == cli.DryRunNone {
 			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
@@ -129,7 +142,13 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting", err, name)
+			// What changed so far: every cluster is tainted, some drained.
+			for j := i; j < len(report.Items); j++ {
+				report.Items[j].Result = ClusterNotDrained
+			}
+			_ = o.Output.Print(o.Out, report, report.table)
+			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting, or give them back with `kubectl fleetdrain uncordon cluster %s`",
+				err, strings.Join(o.Clusters, ", "), strings.Join(o.Clusters, " "))
 		}
 		report.Items[i].Result = ClusterDrained
 	}
@@ -146,7 +165,19 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterReport, error) {
+// taintError says, when tainting stopped part way, which clusters carry the
+// drain taint and which do not.
+func taintError(err error, tainted, not []string) error {
+	done := "none"
+	if len(tainted) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon cluster %s` gives them back)", strings.Join(tainted, ", "), strings.Join(tainted, " "))
+	}
+	return fmt.Errorf("%w; drain taint added: %s; not added: %s: run the same command again to drain them all",
+		err, done, strings.Join(not, ", "))
+}
+
+func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
+	cluster := mc.Name
 	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
@@ -163,7 +194,7 @@ func (o *ClusterOptions) plan(ctx context.Context, cluster string) (ClusterRepor
 		}
 		placements = append(placements, p)
 	}
-	return PlanCluster(cluster, workMetadata(works.Items), placements, time.Now()), nil
+	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }
 
 func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetadata {
@@ -237,15 +268,8 @@ func patchManagedCluster(ctx context.Context, d dynamic.Interface, name string, 
 		if err != nil {
 			return err
 		}
-		ops := change(mc)
-		if len(ops) == 0 {
-			return nil
-		}
-		// A resourceVersion in the patch makes the API server refuse it with a
-		// conflict when the cluster changed since it was read.
-		ops = append([]jsonPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: mc.ResourceVersion}}, ops...)
-		data, err := json.Marshal(ops)
-		if err != nil {
+		data, err := guardedPatch(mc.ResourceVersion, change(mc))
+		if err != nil || data == nil {
 			return err
 		}
 		_, err = d.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun)})
@@ -291,6 +315,7 @@ type UncordonClusterOptions struct {
 	Output   *cli.Output
 	Clusters []string
 	DryRun   cli.DryRun
+	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
 // NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
@@ -318,8 +343,14 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 				return err
 			}
 			o.Clusters = args
+			if err := cli.ValidateNames(cli.ClusterName, o.Clusters...); err != nil {
+				return err
+			}
 			d, err := f.DynamicClient()
 			if err != nil {
+				return err
+			}
+			if o.access, err = accessClient(f); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context(), d)
@@ -337,6 +368,9 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 			return err
 		}
 	}
+	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, false)); err != nil {
+		return err
+	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: dryRunName(o.DryRun)}
 	for _, name := range o.Clusters {
 		e := UncordonEntry{ReportMeta: api.NewReportMeta("ManagedCluster", name)}
@@ -349,7 +383,7 @@ func (o *UncordonClusterOptions) Run(ctx context.Context, d dynamic.Interface) e
 		} else {
 			var err error
 			if e.Changed, err = removeDrainTaint(ctx, d, name, o.DryRun); err != nil {
-				return err
+				return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Clusters, report))
 			}
 		}
 		e.Detail = "no drain taint"

@@ -18,11 +18,7 @@ func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: templates.LongDesc(`
 			Take capacity out of service safely: drain nodes like kubectl drain
 			(several at once, within every PodDisruptionBudget, with a plan first),
-			or drain a whole spoke cluster out of the fleet's placements.
-
-			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
-			before anything was changed, 4 changed but the wait timed out (run
-			the same command again to finish).`),
+			or drain a whole spoke cluster out of the fleet's placements.`),
 		Example: templates.Examples(`
 			# Drain two nodes at once, within every PodDisruptionBudget
 			kubectl fleetdrain node worker-1 worker-2 --ignore-daemonsets --max-concurrent 2

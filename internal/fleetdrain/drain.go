@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -71,28 +70,6 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	return found, nil
 }
 
-// SetUnschedulable cordons (desired true) or uncordons a node with the drain
-// library's patch, reading the node first; a no-op when it already is so.
-func SetUnschedulable(ctx context.Context, client kubernetes.Interface, name string, desired bool, serverDryRun bool) (changed bool, err error) {
-	verb := map[bool]string{true: "cordoning", false: "uncordoning"}[desired]
-	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
-	}
-	h := drain.NewCordonHelper(node)
-	if !h.UpdateIfRequired(desired) {
-		return false, nil
-	}
-	err, patchErr := h.PatchOrReplaceWithContext(ctx, client, serverDryRun)
-	if err == nil {
-		err = patchErr
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s node %s: %w", verb, name, err)
-	}
-	return true, nil
-}
-
 // Drain evicts the drainable pods of a cordoned node and waits until they
 // are gone. It lists them again: pods may have landed before the cordon.
 func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int, err error) {
@@ -108,10 +85,11 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 	if len(found.Refusals) > 0 {
 		return 0, fmt.Errorf("pods the flags do not allow to remove appeared on node %s: %w", node.Name, errors.Join(found.Refusals...))
 	}
-	watch, err := watchNodePods(ctx, d.Helper, node.Name)
+	watch, stop, err := watchNodePods(ctx, d.Helper, node.Name)
 	if err != nil {
 		return 0, err
 	}
+	defer stop()
 	d.Progress.start(node.Name, len(found.Evict))
 	var mu sync.Mutex
 	var errs []error
@@ -215,20 +193,30 @@ type nodePodWatch struct {
 	helper *drain.Helper
 }
 
-func watchNodePods(ctx context.Context, h *drain.Helper, node string) (*nodePodWatch, error) {
+// watchNodePods starts following the pods of node until stop is called;
+// stop returns once the watch is closed and its goroutines have ended, so a
+// node's watch never outlives its drain.
+func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePodWatch, stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(h.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 	}))
+	stop = func() {
+		cancel()
+		factory.Shutdown()
+	}
 	inf := factory.Core().V1().Pods().Informer()
-	w := &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h}
+	w = &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h}
 	if _, err := inf.AddEventHandler(w.signal.handler()); err != nil {
-		return nil, err
+		stop()
+		return nil, nil, err
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("watching the pods of node %s: %w", node, context.Cause(ctx))
+		stop()
+		return nil, nil, fmt.Errorf("watching the pods of node %s: %w", node, context.Cause(ctx))
 	}
-	return w, nil
+	return w, stop, nil
 }
 
 // waitGone waits until pod (this UID) is gone from the node, or has been
@@ -261,13 +249,14 @@ func (w *nodePodWatch) skip(p *corev1.Pod) bool {
 	return n > 0 && p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time) > time.Duration(n)*time.Second
 }
 
-// DrainProgress is the live line of a run: per node evicted/total, and the
-// budget a node waits on.
+// DrainProgress is the live line of a run: nodes drained and failed, per
+// running node evicted/total, and the budget a node waits on.
 type DrainProgress struct {
 	mu      sync.Mutex
 	p       *cli.Progress
 	total   int
-	done    int
+	drained int
+	failed  int
 	nodes   map[string]*nodeProgress
 	running []string
 }
@@ -305,22 +294,31 @@ func (d *DrainProgress) unblocked(node string, pod *corev1.Pod) {
 	d.change(func() { delete(d.nodes[node].blocked, podKey(pod.Namespace, pod.Name)) })
 }
 
-// Finished marks a node's drain as over.
-func (d *DrainProgress) Finished(node string) {
+// Finished marks a node's drain as over, drained or not.
+func (d *DrainProgress) Finished(node string, drained bool) {
 	d.change(func() {
-		d.done++
-		for i, n := range d.running {
-			if n == node {
-				d.running = append(d.running[:i], d.running[i+1:]...)
-				break
-			}
+		if drained {
+			d.drained++
+		} else {
+			d.failed++
 		}
+		d.running = slices.DeleteFunc(d.running, func(n string) bool { return n == node })
 	})
 }
 
-// Done ends the live line with the count of drained nodes.
-func (d *DrainProgress) Done(drained int) {
-	d.p.Done("%d/%d nodes drained", drained, d.total)
+// Done ends the live line with the count of drained (and failed) nodes.
+func (d *DrainProgress) Done() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.p.Done("%s", d.counts())
+}
+
+func (d *DrainProgress) counts() string {
+	s := fmt.Sprintf("%d/%d nodes drained", d.drained, d.total)
+	if d.failed > 0 {
+		s += fmt.Sprintf(", %d not drained", d.failed)
+	}
+	return s
 }
 
 func (d *DrainProgress) change(f func()) {
@@ -330,7 +328,7 @@ func (d *DrainProgress) change(f func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f()
-	parts := []string{fmt.Sprintf("%d/%d nodes drained", d.done, d.total)}
+	parts := []string{d.counts()}
 	for _, n := range d.running {
 		s := d.nodes[n]
 		part := fmt.Sprintf("%s %d/%d evicted", n, s.evicted, s.total)

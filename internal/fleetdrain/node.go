@@ -77,7 +77,14 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			  node fails and the budget is named; --uncordon-on-failure gives the
 			  node back then;
 			* a summary per node with its Cluster API Machine (annotation
-			  cluster.x-k8s.io/machine), the name to hand to the platform team.
+			  cluster.x-k8s.io/machine), the name to hand to the platform team;
+			* Ctrl-C or SIGTERM stops the evictions and waits, prints the summary
+			  and exits 130; --uncordon-on-failure gives back the nodes it
+			  cordoned then too.
+
+			Each cordon carries the annotation ` + CordonedByAnnotation + `, so a
+			run after an interrupted one knows the cordon as its own (and gives it
+			back on failure), and a node someone else cordoned is never uncordoned.
 
 			All nodes are cordoned first, so evicted pods do not land on a node
 			about to be drained. Exit 0 only when every node was drained.`),
@@ -117,7 +124,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.IntVar(&o.SkipWaitForDeleteTimeout, "skip-wait-for-delete-timeout", o.SkipWaitForDeleteTimeout, "Stop waiting for a pod terminating for longer than this many seconds (0: always wait)")
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
 	flags.DurationVar(&o.PDBTimeout, "pdb-timeout", o.PDBTimeout, "How long an eviction waits for a PodDisruptionBudget that allows no disruption before the node fails")
-	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed (unless it was cordoned before)")
+	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed or was interrupted (never one someone else cordoned)")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -155,6 +162,9 @@ func (o *NodeOptions) Validate() error {
 	}
 	if len(o.Nodes) > 0 && o.Selector != "" {
 		return cli.UsageErrorf("name nodes or select them with -l, not both")
+	}
+	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+		return err
 	}
 	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
 		if _, err := labels.Parse(s.value); err != nil {
@@ -208,9 +218,12 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again",
 			strings.Join(refused, ", "), refusalSummary(report))
 	}
+	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
+		return err
+	}
 	if o.DryRun == cli.DryRunServer {
 		for _, n := range nodes {
-			if _, err := SetUnschedulable(ctx, o.client, n.Name, true, true); err != nil {
+			if _, err := Cordon(ctx, o.client, n.Name, o.DryRun); err != nil {
 				return err
 			}
 		}
@@ -222,13 +235,14 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 }
 
 func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *DrainReport) error {
-	for _, n := range nodes {
-		changed, err := SetUnschedulable(ctx, o.client, n.Name, true, false)
+	say := o.drainer.Progress.p.Printf
+	for i, n := range nodes {
+		changed, err := Cordon(ctx, o.client, n.Name, cli.DryRunNone)
 		if err != nil {
-			return fmt.Errorf("%w; nodes cordoned before it stay cordoned: `kubectl fleetdrain uncordon node` gives them back", err)
+			return o.cordonFailed(ctx, nodes[:i], nodes[i:], err)
 		}
 		if changed {
-			fmt.Fprintf(o.ErrOut, "node/%s cordoned\n", n.Name)
+			say("node/%s cordoned", n.Name)
 		}
 	}
 	work := make(chan int)
@@ -240,29 +254,58 @@ func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *D
 			}
 		})
 	}
+	// After Ctrl-C no node starts; the ones left are reported as not drained.
 	for i := range nodes {
-		work <- i
+		if ctx.Err() != nil {
+			o.notStarted(ctx, nodes[i], &report.Items[i])
+			continue
+		}
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			o.notStarted(ctx, nodes[i], &report.Items[i])
+		}
 	}
 	close(work)
 	wg.Wait()
-	o.drainer.Progress.Done(countResult(*report, NodeDrained))
+	o.drainer.Progress.Done()
 	if err := o.Output.Print(o.Out, report, report.resultTable); err != nil {
 		return err
 	}
 	if o.Output.IsTable() {
 		fmt.Fprint(o.Out, report.machineNote())
 	}
-	var failed []string
-	for _, n := range report.Items {
-		if n.Result != NodeDrained {
-			failed = append(failed, n.Metadata.Name)
+	return report.outcome(ctx, len(nodes))
+}
+
+// cordonFailed ends a run whose cordons stopped part way, before any pod was
+// evicted: the nodes cordoned before are given back with
+// --uncordon-on-failure, and the error says which are cordoned and which not.
+func (o *NodeOptions) cordonFailed(ctx context.Context, cordoned, not []*corev1.Node, err error) error {
+	if cli.Interrupted(ctx) {
+		err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+	}
+	var kept, given []string
+	for _, n := range cordoned {
+		if o.UncordonOnFailure && o.giveBack(ctx, n.Name) == nil {
+			given = append(given, n.Name)
+			continue
 		}
+		kept = append(kept, n.Name)
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d node(s) not drained: %s; run the same command again to retry them (drained nodes are skipped quickly)",
-			len(failed), len(nodes), strings.Join(failed, ", "))
+	var notNames []string
+	for _, n := range not {
+		notNames = append(notNames, n.Name)
 	}
-	return nil
+	done := "none"
+	if len(kept) > 0 {
+		done = fmt.Sprintf("%s (`kubectl fleetdrain uncordon node %s` gives them back)", strings.Join(kept, ", "), strings.Join(kept, " "))
+	}
+	msg := fmt.Sprintf("cordoned: %s; not cordoned: %s; no pod was evicted", done, strings.Join(notNames, ", "))
+	if len(given) > 0 {
+		msg += "; given back: " + strings.Join(given, ", ")
+	}
+	return fmt.Errorf("%w; %s: run the same command again to drain them all", err, msg)
 }
 
 func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeReport) {
@@ -270,25 +313,56 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 	evicted, err := o.drainer.Drain(ctx, node)
 	r.Evicted = evicted
 	r.Duration = time.Since(start).Round(time.Second / 10).String()
-	o.drainer.Progress.Finished(node.Name)
+	o.drainer.Progress.Finished(node.Name, err == nil)
 	if err == nil {
 		r.Result = NodeDrained
-		fmt.Fprintf(o.ErrOut, "node/%s drained\n", node.Name)
+		o.drainer.Progress.p.Printf("node/%s drained", node.Name)
 		return
 	}
 	r.Result, r.Error = NodeFailed, err.Error()
-	fmt.Fprintf(o.ErrOut, "node/%s not drained: %v\n", node.Name, err)
-	if o.UncordonOnFailure && !r.WasUnschedulable {
-		// A fresh context: the failure may be the run's own deadline.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if _, uerr := SetUnschedulable(uctx, o.client, node.Name, false, false); uerr != nil {
-			r.Error += "; " + uerr.Error()
-			return
-		}
-		r.Uncordoned = true
-		fmt.Fprintf(o.ErrOut, "node/%s uncordoned\n", node.Name)
+	if cli.Interrupted(ctx) {
+		r.Result = NodeInterrupted
 	}
+	o.drainer.Progress.p.Printf("node/%s not drained: %v", node.Name, err)
+	o.giveBackAfterFailure(ctx, node, r)
+}
+
+// notStarted records a node whose drain never started because the run was
+// interrupted; it is cordoned, so it is given back like a failed one.
+func (o *NodeOptions) notStarted(ctx context.Context, node *corev1.Node, r *NodeReport) {
+	r.Result, r.Error = NodeInterrupted, "not started: "+context.Cause(ctx).Error()
+	o.drainer.Progress.Finished(node.Name, false)
+	o.giveBackAfterFailure(ctx, node, r)
+}
+
+// giveBackAfterFailure uncordons a node that was not drained, with
+// --uncordon-on-failure, when the cordon is fleetdrain's (this run's, or an
+// interrupted run's): never one someone else cordoned.
+func (o *NodeOptions) giveBackAfterFailure(ctx context.Context, node *corev1.Node, r *NodeReport) {
+	if !o.UncordonOnFailure {
+		return
+	}
+	if err := o.giveBack(ctx, node.Name); err != nil {
+		r.Error += "; " + err.Error()
+		return
+	}
+	r.Uncordoned = true
+}
+
+// giveBack uncordons a node fleetdrain cordoned, with a fresh context: the
+// run's own may be over (Ctrl-C, --timeout).
+func (o *NodeOptions) giveBack(ctx context.Context, name string) error {
+	gctx, cancel := cli.GiveBackContext(ctx)
+	defer cancel()
+	result, err := GiveBack(gctx, o.client, name, cli.DryRunNone)
+	if err != nil {
+		return err
+	}
+	if result != GaveBack {
+		return fmt.Errorf("node %s left as it is: %s", name, result)
+	}
+	o.drainer.Progress.p.Printf("node/%s uncordoned", name)
+	return nil
 }
 
 func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
@@ -338,8 +412,10 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 		SkipWaitForDeleteTimeoutSeconds: o.SkipWaitForDeleteTimeout,
 		EvictErrorRetryDelay:            evictRetry,
 		DryRunStrategy:                  o.DryRun,
-		Out:                             io.Discard,
-		ErrOut:                          o.ErrOut,
+		// Only the library's pod listing and single evictions are used: its
+		// warnings reach the plan through Find, and nothing else writes.
+		Out:    io.Discard,
+		ErrOut: io.Discard,
 	}
 	budgets, err := NewBudgetView(ctx, o.client)
 	if err != nil {
@@ -375,14 +451,4 @@ func refusalSummary(r DrainReport) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
-}
-
-func countResult(r DrainReport, want NodeResult) int {
-	c := 0
-	for _, n := range r.Items {
-		if n.Result == want {
-			c++
-		}
-	}
-	return c
 }

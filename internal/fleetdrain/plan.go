@@ -31,7 +31,7 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 		ReportMeta:       api.NewReportMeta("NodeDrain", found.Node.Name),
 		Machine:          found.Node.Annotations[MachineAnnotation],
 		Result:           NodePlanned,
-		WasUnschedulable: found.Node.Spec.Unschedulable,
+		WasUnschedulable: found.Node.Spec.Unschedulable && !CordonedByUs(found.Node),
 		Evict:            []PlannedPod{},
 	}
 	evicted := map[string]bool{}

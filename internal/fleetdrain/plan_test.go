@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
@@ -88,7 +89,7 @@ func TestPlanCluster(t *testing.T) {
 		work("addon", map[string]string{"open-cluster-management.io/addon-name": "governance"}),
 	}
 	placements := testPlacements()
-	r := PlanCluster("spoke-1", works, placements, metav1.Now().Time)
+	r := PlanCluster("spoke-1", works, placements, nil, metav1.Now().Time)
 	var moves, stays []string
 	for _, w := range r.Moves {
 		moves = append(moves, w.Name)
@@ -130,9 +131,63 @@ func FuzzPlanCluster(f *testing.F) {
 			"open-cluster-management.io/addon-name":                  addon,
 		}
 		works := []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: labels}}}
-		r := PlanCluster("spoke", works, testPlacements(), metav1.Now().Time)
+		r := PlanCluster("spoke", works, testPlacements(), nil, metav1.Now().Time)
 		if len(r.Moves)+len(r.Stays) != 1 {
 			t.Fatalf("work planned %d times: %+v", len(r.Moves)+len(r.Stays), r)
 		}
 	})
+}
+
+// TestPlanClusterFollowsUpstream: the drain taint counts as added now,
+// tolerationSeconds delay a move, a misconfigured placement selects nothing,
+// and the cluster's other taints count too.
+func TestPlanClusterFollowsUpstream(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	secs := func(s int64) *int64 { return &s }
+	p := func(name string, tols ...ocm.Toleration) ocm.Placement {
+		pl := ocm.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}
+		pl.Spec.Tolerations = tols
+		return pl
+	}
+	placements := []ocm.Placement{
+		p("for-30s", ocm.Toleration{Key: DrainTaintKey, Operator: ocm.TolerationOpExists, TolerationSeconds: secs(30)}),
+		p("for-0s", ocm.Toleration{Key: DrainTaintKey, Operator: ocm.TolerationOpExists, TolerationSeconds: secs(0)}),
+		p("empty-key-equal", ocm.Toleration{Operator: ocm.TolerationOpEqual}),
+		p("drain-only", ocm.Toleration{Key: DrainTaintKey, Operator: ocm.TolerationOpExists}),
+		p("everything", ocm.Toleration{Operator: ocm.TolerationOpExists}),
+	}
+	var works []metav1.PartialObjectMetadata
+	for _, pl := range placements {
+		works = append(works, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: pl.Name, Labels: map[string]string{
+			ocm.PlacementLabel: pl.Name, ocm.ManifestWorkReplicaSetLabel: "apps." + pl.Name,
+		}}})
+	}
+	earlier := metav1.NewTime(now.Add(-time.Minute))
+	maintenance := ocm.Taint{Key: "example.io/maintenance", Effect: ocm.TaintEffectNoSelectIfNew, TimeAdded: &earlier}
+	r := PlanCluster("spoke-1", works, placements, []ocm.Taint{maintenance}, now)
+	moves := map[string]string{}
+	for _, w := range r.Moves {
+		at := "now"
+		if w.MovesAt != nil {
+			at = w.MovesAt.Sub(now).String()
+		}
+		moves[w.Name] = at
+	}
+	assert.DeepEqual(t, moves, map[string]string{"for-30s": "30s", "for-0s": "now", "empty-key-equal": "now"})
+	assert.DeepEqual(t, r.TolerantPlacements, []string{"apps/drain-only", "apps/everything"})
+
+	// Drained 20 s ago and unreachable since: only the placement that
+	// tolerates every taint keeps the cluster.
+	drained := metav1.NewTime(now.Add(-20 * time.Second))
+	unreachable := ocm.Taint{Key: ocm.TaintUnreachable, Effect: ocm.TaintEffectNoSelect, TimeAdded: &drained}
+	r = PlanCluster("spoke-1", works, placements, []ocm.Taint{{Key: DrainTaintKey, Effect: ocm.TaintEffectNoSelect, TimeAdded: &drained}, unreachable}, now)
+	moves = map[string]string{}
+	for _, w := range r.Moves {
+		at := "now"
+		if w.MovesAt != nil {
+			at = w.MovesAt.Sub(now).String()
+		}
+		moves[w.Name] = at
+	}
+	assert.DeepEqual(t, moves, map[string]string{"for-30s": "now", "for-0s": "now", "empty-key-equal": "now", "drain-only": "now"})
 }

@@ -1,6 +1,8 @@
 package fleetdrain
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,6 +22,9 @@ const (
 	NodeRefused NodeResult = "Refused"
 	NodeDrained NodeResult = "Drained"
 	NodeFailed  NodeResult = "Failed"
+	// NodeInterrupted: Ctrl-C or SIGTERM stopped the node's drain, or came
+	// before it started.
+	NodeInterrupted NodeResult = "Interrupted"
 )
 
 // MachineAnnotation names the Cluster API Machine behind a node.
@@ -39,10 +44,12 @@ type NodeReport struct {
 	// Machine is the Cluster API Machine behind the node, for the platform team.
 	Machine string     `json:"machine,omitempty"`
 	Result  NodeResult `json:"result"`
-	// WasUnschedulable: the node was cordoned before this run, so a failed
-	// drain leaves it cordoned.
+	// WasUnschedulable: the node was cordoned before this run by someone
+	// else, so a failed drain leaves it cordoned. A cordon left by an
+	// interrupted fleetdrain run is fleetdrain's own and does not count.
 	WasUnschedulable bool `json:"wasUnschedulable"`
-	// Uncordoned: the drain failed and --uncordon-on-failure gave the node back.
+	// Uncordoned: the drain failed or was interrupted and
+	// --uncordon-on-failure gave the node back.
 	Uncordoned bool         `json:"uncordoned,omitempty"`
 	Evict      []PlannedPod `json:"evict"`
 	Skip       []PlannedPod `json:"skip,omitempty"`
@@ -143,6 +150,40 @@ func (r DrainReport) resultTable() cli.Table {
 		t.Rows = append(t.Rows, []string{n.Metadata.Name, string(n.Result), strconv.Itoa(n.Evicted) + "/" + strconv.Itoa(len(n.Evict)), n.Machine, n.Duration, strings.TrimSpace(detail)})
 	}
 	return t
+}
+
+// outcome is the error a run ends with: none when every node was drained;
+// otherwise which nodes were not, which of them stay cordoned, and what to
+// run next. After Ctrl-C it carries the interruption (exit 130).
+func (r DrainReport) outcome(ctx context.Context, total int) error {
+	var failed, cordoned []string
+	for _, n := range r.Items {
+		if n.Result == NodeDrained {
+			continue
+		}
+		failed = append(failed, n.Metadata.Name)
+		if !n.Uncordoned {
+			cordoned = append(cordoned, n.Metadata.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d of %d node(s) drained; not drained: %s", total-len(failed), total, strings.Join(failed, ", "))
+	switch {
+	case len(cordoned) == 0:
+		msg += " (given back: uncordoned)"
+	case len(cordoned) < len(failed):
+		msg += "; still cordoned: " + strings.Join(cordoned, ", ")
+	}
+	msg += "; run the same command again to finish (drained nodes are skipped quickly)"
+	if len(cordoned) > 0 {
+		msg += ", or give the cordoned ones back with `kubectl fleetdrain uncordon node " + strings.Join(cordoned, " ") + "`"
+	}
+	if cli.Interrupted(ctx) {
+		return fmt.Errorf("%s: %w", msg, context.Cause(ctx))
+	}
+	return errors.New(msg)
 }
 
 // machineNote tells the user what to hand to the platform team.

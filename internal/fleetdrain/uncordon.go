@@ -3,8 +3,10 @@ package fleetdrain
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -75,9 +77,13 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 		Use:   "node NODE...",
 		Short: "Make drained nodes schedulable again",
 		Long: templates.LongDesc(`
-			Clear the unschedulable flag of each node, the only thing a node drain
-			sets on a node. Pods evicted by the drain are not moved back; new pods
-			can land on the node again. Nodes already schedulable are left alone.`),
+			Give back nodes that fleetdrain node cordoned: clear the unschedulable
+			flag and the ` + CordonedByAnnotation + ` annotation that
+			marks the cordon as fleetdrain's, the only things a node drain sets on
+			a node (also after an interrupted drain). Pods evicted by the drain
+			are not moved back; new pods can land on the node again. Nodes already
+			schedulable are left alone. A node someone else cordoned is never
+			uncordoned: the command refuses before any change and names it.`),
 		Example: templates.Examples(`
 			# Give two nodes back
 			kubectl fleetdrain uncordon node worker-1 worker-2
@@ -92,6 +98,9 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 				return err
 			}
 			o.Nodes = args
+			if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context(), f)
 		},
 	}
@@ -100,32 +109,62 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 	return cmd
 }
 
-// Run clears the flag on every node that has it.
+// Run gives back every node fleetdrain cordoned. It refuses, before any
+// change, when a named node was cordoned by someone else.
 func (o *UncordonNodeOptions) Run(ctx context.Context, f *cli.Factory) error {
 	client, err := f.KubernetesClientSet()
 	if err != nil {
 		return err
 	}
+	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
+		return err
+	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: dryRunName(o.DryRun)}
+	var nodes []*corev1.Node
+	var others []string
 	for _, name := range o.Nodes {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return cli.Refusedf("node %q not found; nothing was changed", name)
 		}
 		if err != nil {
-			return fmt.Errorf("reading node %s: %w", name, err)
+			return fmt.Errorf("reading node %s: %w; nothing was changed", name, err)
 		}
-		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name), Changed: n.Spec.Unschedulable}
-		if e.Changed && o.DryRun != cli.DryRunClient {
-			if e.Changed, err = SetUnschedulable(ctx, client, name, false, o.DryRun == cli.DryRunServer); err != nil {
-				return err
-			}
+		if giveBackResult(n) == CordonedByOther {
+			others = append(others, name)
 		}
-		e.Detail = "already schedulable"
-		if e.Changed {
-			e.Detail = "uncordoned"
+		nodes = append(nodes, n)
+	}
+	if len(others) > 0 {
+		return cli.Refusedf("node(s) %s were cordoned by someone else, not by fleetdrain (no %s annotation), and stay cordoned; nothing was changed. If you mean to give them back anyway: kubectl uncordon %s",
+			strings.Join(others, ", "), CordonedByAnnotation, strings.Join(others, " "))
+	}
+	for i, name := range o.Nodes {
+		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name)}
+		result := giveBackResult(nodes[i])
+		if o.DryRun != cli.DryRunClient {
+			result, err = GiveBack(ctx, client, name, o.DryRun)
 		}
+		if err != nil {
+			return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Nodes, report))
+		}
+		e.Changed, e.Detail = result == GaveBack, string(result)
 		report.Items = append(report.Items, e)
 	}
 	return o.Output.Print(o.Out, report, report.table)
+}
+
+// uncordonedSoFar says what an interrupted or failed uncordon gave back:
+// the first len(r.Items) of names were done.
+func uncordonedSoFar(names []string, r UncordonReport) string {
+	var done []string
+	for i, e := range r.Items {
+		if e.Changed {
+			done = append(done, names[i])
+		}
+	}
+	if len(done) == 0 {
+		return "nothing was given back"
+	}
+	return "given back before it: " + strings.Join(done, ", ")
 }

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 // Identity is what tells one cluster from another: the UID of its kube-system
@@ -32,7 +33,7 @@ func (i Identity) SameAs(o Identity) (bool, string) {
 
 // OfflineIdentity is the identity known without asking the cluster.
 func (k *Kubeconfig) OfflineIdentity() Identity {
-	return Identity{Server: k.Server, CA: k.CA()}
+	return Identity{Server: k.config.Clusters[k.Cluster].Server, CA: k.CA()}
 }
 
 // ReachTimeout bounds each request to a spoke: a stopped API server must
@@ -59,7 +60,7 @@ func (k *Kubeconfig) Reach(ctx context.Context) (Identity, error) {
 	}
 	ns, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
-		return id, fmt.Errorf("the API server %s did not answer as user %q: %w", k.Server, k.User, err)
+		return id, fmt.Errorf("the API server %s did not answer as user %q: %s", k.Server, k.User, k.scrub(err))
 	}
 	id.UID = string(ns.UID)
 	return id, nil
@@ -85,28 +86,9 @@ func (k *Kubeconfig) MissingPermissions(ctx context.Context, perms []authorizati
 	if err != nil {
 		return nil, err
 	}
-	var missing []string
-	for _, p := range perms {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: p.DeepCopy()}}
-		res, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("asking %s what user %q may do: %w", k.Server, k.User, err)
-		}
-		if !res.Status.Allowed {
-			missing = append(missing, describe(p))
-		}
+	missing, err := cli.MissingAccess(ctx, c.AuthorizationV1(), perms)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s what user %q may do: %s", k.Server, k.User, k.scrub(err))
 	}
 	return missing, nil
-}
-
-func describe(p authorizationv1.ResourceAttributes) string {
-	r := p.Resource
-	if p.Group != "" {
-		r += "." + p.Group
-	}
-	s := []string{p.Verb, r}
-	if p.Namespace != "" {
-		s = append(s, "in namespace "+p.Namespace)
-	}
-	return strings.Join(s, " ")
 }

@@ -2,6 +2,10 @@
 // names a context, carries long-lived credentials, reaches the cluster and is
 // allowed what the join needs; that a replacement reaches the same cluster.
 // It also minifies a kubeconfig to its one context and redacts it for printing.
+//
+// Kubeconfig files the user names are loaded with Load; kubeconfigs read
+// from a cluster only with FromSecret, which refuses any that would run a
+// program or read a local file.
 package kubeconfig
 
 import (
@@ -11,7 +15,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -28,7 +31,12 @@ const DefaultMinLifetime = 365 * 24 * time.Hour
 // every referenced file inlined.
 type Kubeconfig struct {
 	config *clientcmdapi.Config
-	// Context, Cluster, User and Server name what the current context selects.
+	// source names where it came from (a file, a secret), for messages.
+	source string
+	// fromCluster marks a kubeconfig read from a cluster (FromSecret).
+	fromCluster bool
+	// Context, Cluster and User name what the current context selects;
+	// Server is its server URL for messages (any user:password@ redacted).
 	Context, Cluster, User, Server string
 }
 
@@ -47,63 +55,25 @@ func (c Credential) ExpiryString() string {
 	return c.Expires.UTC().Format(time.RFC3339)
 }
 
-// Load reads a kubeconfig file (relative paths resolved against it).
-func Load(path string) (*Kubeconfig, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		// The decoder's message may quote the input: never echo it.
-		return nil, fmt.Errorf("%s is not a kubeconfig", path)
-	}
-	// Relative certificate paths are relative to the file.
-	for _, c := range cfg.Clusters {
-		c.LocationOfOrigin = path
-	}
-	for _, u := range cfg.AuthInfos {
-		u.LocationOfOrigin = path
-	}
-	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return fromConfig(cfg, path)
-}
-
-// Parse reads a kubeconfig from bytes, such as a secret's data.
-func Parse(data []byte, source string) (*Kubeconfig, error) {
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		// The decoder's message may quote the input: never echo it.
-		return nil, fmt.Errorf("%s is not a kubeconfig", source)
-	}
-	return fromConfig(cfg, source)
-}
-
 func fromConfig(cfg *clientcmdapi.Config, source string) (*Kubeconfig, error) {
 	if cfg.CurrentContext == "" {
 		return nil, fmt.Errorf("%s has no current-context: set one with `kubectl config use-context --kubeconfig %s NAME`", source, source)
 	}
 	ctx, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
+	if !ok || ctx == nil {
 		return nil, fmt.Errorf("%s: current-context %q is not defined in the file", source, cfg.CurrentContext)
 	}
 	cluster, ok := cfg.Clusters[ctx.Cluster]
-	if !ok || cluster.Server == "" {
+	if !ok || cluster == nil || cluster.Server == "" {
 		return nil, fmt.Errorf("%s: context %q names cluster %q, which is not defined or has no server", source, cfg.CurrentContext, ctx.Cluster)
 	}
-	if _, ok := cfg.AuthInfos[ctx.AuthInfo]; !ok {
+	if u, ok := cfg.AuthInfos[ctx.AuthInfo]; !ok || u == nil {
 		return nil, fmt.Errorf("%s: context %q names user %q, which is not defined", source, cfg.CurrentContext, ctx.AuthInfo)
 	}
-	// The hub has none of the files a kubeconfig may point at.
 	if err := clientcmdapi.MinifyConfig(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		return nil, fmt.Errorf("%s: inlining the files it references: %w", source, err)
-	}
-	return &Kubeconfig{config: cfg, Context: cfg.CurrentContext, Cluster: ctx.Cluster, User: ctx.AuthInfo, Server: cluster.Server}, nil
+	return &Kubeconfig{config: cfg, source: source, Context: cfg.CurrentContext, Cluster: ctx.Cluster, User: ctx.AuthInfo, Server: redactURL(cluster.Server)}, nil
 }
 
 func (k *Kubeconfig) user() *clientcmdapi.AuthInfo { return k.config.AuthInfos[k.User] }
@@ -122,11 +92,15 @@ func (k *Kubeconfig) Redacted() ([]byte, error) {
 	clientcmdapi.ShortenConfig(c)
 	for _, u := range c.AuthInfos {
 		if u.Token != "" {
-			u.Token = "REDACTED"
+			u.Token = redacted
 		}
 		if u.Password != "" {
-			u.Password = "REDACTED"
+			u.Password = redacted
 		}
+	}
+	for _, cl := range c.Clusters {
+		cl.Server = redactURL(cl.Server)
+		cl.ProxyURL = redactURL(cl.ProxyURL)
 	}
 	return clientcmd.Write(*c)
 }
@@ -135,7 +109,12 @@ func (k *Kubeconfig) Redacted() ([]byte, error) {
 func (k *Kubeconfig) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.NewDefaultClientConfig(*k.config, nil).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("building a client for %s: %w", k.Server, err)
+		return nil, fmt.Errorf("building a client for %s: %s", k.Server, k.scrub(err))
+	}
+	if k.fromCluster {
+		if err := checkFromCluster(cfg, k.source); err != nil {
+			return nil, err
+		}
 	}
 	return cfg, nil
 }

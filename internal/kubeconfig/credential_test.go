@@ -18,7 +18,24 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
+
+// writeTemp writes a kubeconfig file and returns its path.
+func writeTemp(t *testing.T, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
+	return p
+}
+
+// secretWith is a Secret mural-system/spoke-kubeconfig holding data.
+func secretWith(data string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mural-system", Name: "spoke-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte(data)}}
+}
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -80,7 +97,7 @@ func TestCredential(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			k, err := Parse([]byte(kubeconfigWithUser(tc.user)), "spoke.kubeconfig")
+			k, err := Load(writeTemp(t, kubeconfigWithUser(tc.user)))
 			assert.NilError(t, err)
 			c, err := k.Credential(now, DefaultMinLifetime)
 			if tc.wantErr != "" {
@@ -103,29 +120,72 @@ func TestParseRefusesBrokenFiles(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.data), "f")
+			_, err := FromSecret(secretWith(tc.data), "kubeconfig")
 			assert.ErrorContains(t, err, tc.wantErr)
 		})
 	}
 }
 
-func TestMinifiedAndRedacted(t *testing.T) {
+// everyCredential is a kubeconfig file whose current context carries every
+// kind of credential a kubeconfig can hold inline or in a file next to it,
+// and the bytes of each.
+func everyCredential(t *testing.T) (path string, creds map[string][]byte) {
+	t.Helper()
 	dir := t.TempDir()
 	cert := certPEM(t, now.Add(time.Hour))
+	key := "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIHNwb2tla2l0LXRlc3Qta2V5LW5vdC1hLXJlYWwta2V5LWF0LWFsbA==\n-----END EC PRIVATE KEY-----\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "admin.crt"), []byte(cert), 0o600))
-	path := filepath.Join(dir, "config")
-	assert.NilError(t, os.WriteFile(path, []byte(kubeconfigWithUser("    client-certificate: admin.crt\n    token: secret-token-value\n")), 0o600))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "admin.key"), []byte(key), 0o600))
+	path = filepath.Join(dir, "config")
+	data := strings.Replace(kubeconfigWithUser(`    client-certificate: admin.crt
+    client-key: admin.key
+    token: secret-token-value-0123456789
+    username: admin
+    password: basic-auth-password-0123456789
+`), `server: "https://127.0.0.1:6443"`, `server: "https://server-user-0123:server-password-0123456789@127.0.0.1:6443", proxy-url: "http://proxy-user-0123:proxy-password-0123456789@10.0.0.9:3128"`, 1)
+	assert.NilError(t, os.WriteFile(path, []byte(data), 0o600))
+	return path, map[string][]byte{
+		"client certificate": []byte(cert),
+		"client key":         []byte(key),
+		"token":              []byte("secret-token-value-0123456789"),
+		"password":           []byte("basic-auth-password-0123456789"),
+		"server user":        []byte("server-user-0123:"),
+		"server password":    []byte("server-password-0123456789"),
+		"proxy user":         []byte("proxy-user-0123:"),
+		"proxy password":     []byte("proxy-password-0123456789"),
+	}
+}
+
+func TestMinifiedAndRedacted(t *testing.T) {
+	path, creds := everyCredential(t)
 	k, err := Load(path)
 	assert.NilError(t, err)
 	data, err := k.Bytes()
 	assert.NilError(t, err)
 	s := string(data)
 	assert.Check(t, !strings.Contains(s, "other"), "only the current context stays:\n%s", s)
-	assert.Check(t, is.Contains(s, "client-certificate-data: "+base64.StdEncoding.EncodeToString([]byte(cert))), "the certificate file is inlined")
+	assert.Check(t, is.Contains(s, "client-certificate-data: "+base64.StdEncoding.EncodeToString(creds["client certificate"])), "the certificate file is inlined")
+	assert.Check(t, is.Contains(s, "client-key-data: "+base64.StdEncoding.EncodeToString(creds["client key"])), "the key file is inlined")
+	assert.Check(t, is.Len(leaktest.Find(s, creds), len(creds)), "the fixture carries every credential, so the search below can fail")
 	red, err := k.Redacted()
 	assert.NilError(t, err)
-	assert.Check(t, !strings.Contains(string(red), "secret-token-value"))
-	assert.Check(t, !strings.Contains(string(red), base64.StdEncoding.EncodeToString([]byte(cert))))
+	assert.Check(t, is.Len(leaktest.Find(string(red), creds), 0), "redacted:\n%s", red)
+	assert.Check(t, is.Contains(string(red), "https://REDACTED@127.0.0.1:6443"), "the server stays readable")
+	assert.Check(t, is.Len(leaktest.Find(k.Server, creds), 0), "Server is for messages: %s", k.Server)
+}
+
+func TestErrorsHideURLCredentials(t *testing.T) {
+	_, creds := everyCredential(t)
+	// Port 1 answers nobody, so every request fails at once.
+	k, err := Load(writeTemp(t, strings.Replace(kubeconfigWithUser("    token: secret-token-value-0123456789\n"),
+		`server: "https://127.0.0.1:6443"`, `server: "https://server-user-0123:server-password-0123456789@127.0.0.1:1"`, 1)))
+	assert.NilError(t, err)
+	_, err = k.Reach(t.Context())
+	assert.ErrorContains(t, err, "did not answer")
+	assert.Check(t, is.Len(leaktest.Find(err.Error(), creds), 0), err.Error())
+	_, err = k.MissingPermissions(t.Context(), JoinPermissions)
+	assert.Check(t, err != nil)
+	assert.Check(t, is.Len(leaktest.Find(err.Error(), creds), 0), err.Error())
 }
 
 func TestSameAs(t *testing.T) {

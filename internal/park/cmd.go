@@ -21,11 +21,7 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 			was, resume brings back exactly that.
 
 			Run it against the platform cluster, in the namespace of the
-			cluster's Environment (-n).
-
-			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
-			before anything was changed, 4 changed but the wait timed out (run
-			the same command again to finish).`),
+			cluster's Environment (-n).`),
 		Example: templates.Examples(`
 			# Park the cluster "app" and wait until its workers are gone
 			kubectl park cluster app -n dynamo-prod --wait
@@ -40,4 +36,12 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdStatus(f, streams),
 	)
 	return root
+}
+
+// validateTarget checks a Cluster's name and namespace before any request.
+func validateTarget(name, namespace string) error {
+	if err := cli.ValidateNames(cli.CAPIClusterName, name); err != nil {
+		return err
+	}
+	return cli.ValidateNames(cli.NamespaceName, namespace)
 }

@@ -186,6 +186,9 @@ func (o *ListOptions) Complete(f *cli.Factory) error {
 	if o.Namespace, _, err = f.Namespace(); err != nil {
 		return err
 	}
+	if err := cli.ValidateNames(cli.NamespaceName, o.Namespace); err != nil {
+		return err
+	}
 	o.platform, err = NewPlatform(f, o.Namespace)
 	return err
 }

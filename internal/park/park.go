@@ -97,7 +97,7 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 		patch.add(annotationPath(RecordAnnotation), value)
 	}
 	plan.Record = &record
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
@@ -188,6 +188,9 @@ func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string
 
 // Validate rejects what cannot be done before anything is read or changed.
 func (o *ParkOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -203,8 +206,15 @@ func (o *ParkOptions) Validate() error {
 // Run parks the cluster and, with --wait, follows its machines away.
 func (o *ParkOptions) Run(ctx context.Context) error {
 	p := o.platform
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
 	var before []capi.Machine
 	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends by reading the cluster with its kubeconfig secret.
+		if err := p.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+			return err
+		}
 		// The machines that go, named in the report once they are gone.
 		ms, err := list[capi.Machine](ctx, p, capi.MachineResource, o.Name)
 		if err != nil {
@@ -234,6 +244,8 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitMachinesGone(ctx); waitErr == nil {
 			plan.Survivors = o.survivors(ctx, before)
+		} else {
+			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
 	}
 	if err := o.print(plan); err != nil {

@@ -13,10 +13,22 @@ type PatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// Patch is a JSON patch. Every path it changes is preceded by a test of the
-// value the plan was made from, so a concurrent edit makes the whole patch
-// fail instead of being overwritten.
+// Patch is a JSON patch. It starts with a test of the Cluster's
+// resourceVersion, so any edit since the read (also one that adds a field or
+// an annotation the patch adds, which no value test could see) makes the
+// whole patch fail instead of being overwritten; and every path it changes
+// is preceded by a test of the value the plan was made from, so the patch
+// says what it expects.
 type Patch []PatchOp
+
+// guarded returns the patch behind a test of the resourceVersion the plan
+// was made from; an empty patch stays empty.
+func (p Patch) guarded(resourceVersion string) Patch {
+	if len(p) == 0 {
+		return p
+	}
+	return append(Patch{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}, p...)
+}
 
 // JSON is the patch as it is sent.
 func (p Patch) JSON() ([]byte, error) {

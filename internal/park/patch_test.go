@@ -2,6 +2,7 @@ package park
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -27,7 +28,15 @@ func applyToCluster(t *testing.T, c *capi.Cluster, plan func(*capi.Cluster) Patc
 	assert.NilError(t, err)
 	var back capi.Cluster
 	assert.NilError(t, json.Unmarshal(out, &back))
+	back.ResourceVersion = nextVersion(c.ResourceVersion)
 	return &back
+}
+
+// nextVersion is the resourceVersion the API server gives an object after
+// a change.
+func nextVersion(rv string) string {
+	n, _ := strconv.Atoi(rv)
+	return strconv.Itoa(n + 1)
 }
 
 // A change between the read and the write makes the patch fail as a whole.

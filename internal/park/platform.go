@@ -2,11 +2,11 @@ package park
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // maxAttempts bounds how often a plan is made again after the Cluster
@@ -42,6 +42,9 @@ func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
 		return nil, fmt.Errorf("discovering the platform's API: %w", err)
 	}
 	m, err := mapper.RESTMapping(capi.ClusterKind, capi.Versions...)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("discovering the platform's API: %w", err)
+	}
 	if err != nil {
 		return nil, cli.Refusedf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
 	}
@@ -122,14 +125,16 @@ type clusterPlan interface {
 func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dryRun cli.DryRun, progress *cli.Progress, makePlan func(*capi.Cluster) (P, error)) (P, error) {
 	var plan P
 	lastVersion := ""
+	var patchErr error
 	for attempt := 1; ; attempt++ {
 		c, err := p.Cluster(ctx, name)
 		if err != nil {
 			return plan, err
 		}
 		if lastVersion != "" && c.ResourceVersion == lastVersion {
-			// The cluster did not change, so the failure was not a race.
-			return plan, fmt.Errorf("patching cluster %s/%s: %w", p.Namespace, name, err)
+			// The cluster did not change, so the refusal was not a race: a
+			// webhook or validation said no, and says why.
+			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, patchErr)
 		}
 		if plan, err = makePlan(c); err != nil {
 			return plan, err
@@ -137,17 +142,17 @@ func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dry
 		if len(plan.patch()) == 0 || dryRun == cli.DryRunClient {
 			return plan, nil
 		}
-		err = p.patchCluster(ctx, name, plan.patch(), dryRun)
-		if err == nil {
+		patchErr = p.patchCluster(ctx, name, plan.patch(), dryRun)
+		if patchErr == nil {
 			return plan, nil
 		}
-		if !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
-			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, err)
+		if !apierrors.IsInvalid(patchErr) && !apierrors.IsConflict(patchErr) {
+			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, patchErr)
 		}
 		if attempt == maxAttempts {
-			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, err)
+			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, patchErr)
 		}
-		progress.Update("cluster %s changed since it was read (%v); reading it again", name, err)
+		progress.Update("cluster %s changed since it was read (%v); reading it again", name, patchErr)
 		lastVersion = c.ResourceVersion
 	}
 }
@@ -217,35 +222,28 @@ func isWorker(owners []metav1.OwnerReference) bool {
 }
 
 // ClusterClient connects to the workload cluster itself: with the given
-// kubeconfig file, or else with the admin kubeconfig the platform keeps in
-// the NAME-kubeconfig secret, read in memory and never written anywhere.
+// kubeconfig file (the user's own, with kubectl's meaning), or else with the
+// admin kubeconfig the platform keeps in the NAME-kubeconfig secret, read in
+// memory and never written anywhere, through the loader for kubeconfigs
+// from a cluster (a refusal is exit 3).
+// Its errors name no flag: the commands that call it differ in what the
+// user can do about it.
 func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile string) (kubernetes.Interface, string, error) {
 	var cfg *rest.Config
 	var err error
 	source := kubeconfigFile
 	if kubeconfigFile != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfigFile)
+		cfg, err = kubeconfig.UserRESTConfig(kubeconfigFile)
 		if err != nil {
 			return nil, source, fmt.Errorf("loading --cluster-kubeconfig %s: %w", kubeconfigFile, err)
 		}
 	} else {
-		secret := capi.KubeconfigSecretName(cluster)
-		source = "secret " + p.Namespace + "/" + secret
-		s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(ctx, secret, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				return nil, source, fmt.Errorf("cannot read %s (%s); pass --cluster-kubeconfig FILE", source, apierrors.ReasonForError(err))
-			}
-			return nil, source, fmt.Errorf("reading %s: %w", source, err)
+		var kc *kubeconfig.Kubeconfig
+		if kc, source, err = p.secretKubeconfig(ctx, cluster); err != nil {
+			return nil, source, err
 		}
-		data, ok := s.Data[capi.KubeconfigSecretKey]
-		if !ok {
-			return nil, source, fmt.Errorf("%s has no key %q; pass --cluster-kubeconfig FILE", source, capi.KubeconfigSecretKey)
-		}
-		cfg, err = clientcmd.RESTConfigFromKubeConfig(data)
-		if err != nil {
-			// The parse error could quote the credential; say only where it failed.
-			return nil, source, errors.New("the kubeconfig in " + source + " does not parse; pass --cluster-kubeconfig FILE")
+		if cfg, err = kc.RESTConfig(); err != nil {
+			return nil, source, err
 		}
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -253,4 +251,32 @@ func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile st
 		return nil, source, fmt.Errorf("client for the cluster from %s: %w", source, err)
 	}
 	return kube, source, nil
+}
+
+// secretKubeconfig loads the kubeconfig of the cluster's NAME-kubeconfig
+// secret; its body is never logged, whatever -v says.
+func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubeconfig.Kubeconfig, string, error) {
+	secret := capi.KubeconfigSecretName(cluster)
+	source := "secret " + p.Namespace + "/" + secret
+	s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), secret, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			return nil, source, fmt.Errorf("cannot read %s (%s)", source, apierrors.ReasonForError(err))
+		}
+		return nil, source, fmt.Errorf("reading %s: %w", source, err)
+	}
+	kc, err := kubeconfig.FromSecret(s, capi.KubeconfigSecretKey)
+	return kc, source, err
+}
+
+// RefuseUnsafeKubeconfig is the preflight of a --wait that will reach the
+// workload cluster: when its NAME-kubeconfig secret holds a kubeconfig the
+// loader refuses, refuse now (exit 3), before anything is changed. A secret
+// that cannot be read is no reason to refuse: the wait says what it could
+// not check.
+func (p *Platform) RefuseUnsafeKubeconfig(ctx context.Context, cluster string) error {
+	if _, _, err := p.secretKubeconfig(ctx, cluster); cli.IsRefused(err) {
+		return cli.Refusedf("%w; nothing was changed", err)
+	}
+	return nil
 }

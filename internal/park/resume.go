@@ -90,7 +90,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		patch.test(annotationPath(RecordAnnotation), raw)
 		patch.remove(annotationPath(RecordAnnotation))
 	}
-	plan.Patch = patch
+	plan.Patch = patch.guarded(c.ResourceVersion)
 	return plan, nil
 }
 
@@ -223,6 +223,9 @@ func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []stri
 
 // Validate rejects bad flags before any request.
 func (o *ResumeOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -237,9 +240,18 @@ func (o *ResumeOptions) Validate() error {
 
 // Run resumes the cluster and, with --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
+	if err := o.platform.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
 	var replicas *int32
 	if o.replicasSet {
 		replicas = &o.Replicas
+	}
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends on the cluster's nodes, read with its kubeconfig secret.
+		if err := o.platform.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+			return err
+		}
 	}
 	plan, err := applyPlan(ctx, o.platform, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
 		return PlanResume(c, replicas)
@@ -260,7 +272,9 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		waitErr = o.waitWorkersBack(ctx)
+		if waitErr = o.waitWorkersBack(ctx); waitErr != nil {
+			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
+		}
 	}
 	if err := o.print(plan); err != nil {
 		return err

@@ -218,9 +218,11 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			that are not Ready, pods that are not Running and certificate
 			signing requests still Pending (reported, never approved).
 
-			The cluster is reached with --cluster-kubeconfig, or else with the
-			admin kubeconfig in the NAME-kubeconfig secret when you may read it;
-			that one is used in memory only, never written or printed.`),
+			The cluster is reached with --cluster-kubeconfig, your own file,
+			used as kubectl would use it; or else with the admin kubeconfig in
+			the NAME-kubeconfig secret when you may read it. That one is used in
+			memory only, never written, printed or logged, and refused (exit 3)
+			if it would run a program or read a local file.`),
 		Example: templates.Examples(`
 			# Both views of the cluster "app"
 			kubectl park status app -n dynamo-prod
@@ -231,11 +233,11 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
 			var err error
 			if o.Namespace, _, err = f.Namespace(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
@@ -252,6 +254,9 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Validate rejects bad flags before any request.
 func (o *StatusOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -292,37 +297,50 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 	objs.Events = events.Items
 	report := StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", o.Namespace, o.Name), Platform: BuildPlatformView(objs, time.Now(), o.Window)}
-	report.Cluster = o.clusterView(ctx)
+	var refused error
+	report.Cluster, refused = o.clusterView(ctx)
 	if o.Output.IsTable() {
 		report.write(o.Streams.Out)
-		return nil
+		return refused
 	}
-	return o.Output.Print(o.Streams.Out, report, nil)
+	if err := o.Output.Print(o.Streams.Out, report, nil); err != nil {
+		return err
+	}
+	return refused
 }
 
-func (o *StatusOptions) clusterView(ctx context.Context) ClusterView {
+// clusterView reads the cluster's own view. A kubeconfig secret the loader
+// refuses is shown in the view and returned, so status exits 3.
+func (o *StatusOptions) clusterView(ctx context.Context) (ClusterView, error) {
 	kube, source, err := o.platform.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
+	if cli.IsRefused(err) {
+		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, err
+	}
 	if err != nil {
-		return ClusterView{Source: source, Error: err.Error()}
+		msg := err.Error()
+		if o.ClusterKubeconfig == "" {
+			msg += "; pass --cluster-kubeconfig FILE"
+		}
+		return ClusterView{Source: source, Error: msg}, nil
 	}
 	fail := func(what string, err error) ClusterView {
 		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}
 	}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail("nodes", err)
+		return fail("nodes", err), nil
 	}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
 	if err != nil {
-		return fail("pods", err)
+		return fail("pods", err), nil
 	}
 	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fail("certificate signing requests", err)
+		return fail("certificate signing requests", err), nil
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
 	v.Source = source
-	return v
+	return v, nil
 }
 
 func (r StatusReport) write(w io.Writer) {

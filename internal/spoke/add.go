@@ -3,16 +3,14 @@ package spoke
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -147,8 +145,11 @@ func (o *AddOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate rejects bad input before any request.
 func (o *AddOptions) Validate() error {
-	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
-		return cli.UsageErrorf("%q is not a valid cluster name: %s", o.Name, strings.Join(errs, "; "))
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
 	}
 	if o.ValuesFile != "" && o.ReleaseFile != "" {
 		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry goes: give one")
@@ -178,12 +179,15 @@ type addPlan struct {
 	credential kubeconfig.Credential
 	hub        *fleetconfig.Hub
 	secret     *corev1.Secret
-	secretStep string
-	file       *values.File
-	edited     []byte
-	valuesStep string
-	spoke      *fleetconfig.Spoke
-	spokeStep  string
+	// existingSecret is the secret as read, when there is one: the update
+	// carries its resourceVersion.
+	existingSecret *corev1.Secret
+	secretStep     string
+	file           *values.File
+	edited         []byte
+	valuesStep     string
+	spoke          *fleetconfig.Spoke
+	spokeStep      string
 }
 
 // Run checks everything, then writes.
@@ -195,6 +199,9 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	o.hub = hub
 	plan, err := o.preflight(ctx)
 	if err != nil {
+		return err
+	}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Apply, o.Wait, hub)); err != nil {
 		return err
 	}
 	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.credential}
@@ -302,6 +309,25 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
 
+// access is what writing the plan needs on the hub.
+func (p *addPlan) access(apply, wait bool, hub *Hub) []cli.Access {
+	var out []cli.Access
+	switch p.secretStep {
+	case "created": // server-side apply creates: both verbs are checked
+		out = append(out, access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
+	case "updated":
+		out = append(out, access("patch", secretResource, hub.Namespace))
+	}
+	if apply {
+		// The Spoke may not exist yet: server-side apply would create it.
+		out = append(out, hub.spokeAccess("create", "patch")...)
+	}
+	if apply && wait {
+		out = append(out, hub.waitJoinedAccess()...)
+	}
+	return out
+}
+
 func (o *AddOptions) findHub(ctx context.Context) (*fleetconfig.Hub, error) {
 	hubs, err := o.hub.Hubs(ctx)
 	if err != nil {
@@ -355,10 +381,14 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) erro
 	if ref == nil || ref.Name != secretName(o.Name) {
 		return cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
-	if kc, _, err := o.hub.StoredKubeconfig(ctx, s); err == nil {
+	kc, _, err := o.hub.StoredKubeconfig(ctx, s)
+	switch {
+	case err == nil:
 		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 			return cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
 		}
+	case cli.IsRefused(err) && !o.Overwrite:
+		return cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
 	}
 	return nil
 }
@@ -388,16 +418,21 @@ func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfi
 	if err != nil {
 		return err
 	}
+	plan.existingSecret = existing
 	switch {
 	case existing == nil:
 		plan.secretStep = "created"
 	case bytes.Equal(existing.Data[fleetconfig.DefaultKubeconfigKey], data):
 		plan.secretStep = "unchanged"
+	case o.Overwrite:
+		plan.secretStep = "replaced (--overwrite)"
 	default:
-		if old, err := kubeconfig.Parse(existing.Data[fleetconfig.DefaultKubeconfigKey], "secret "+plan.secret.Name); err == nil {
-			if same, by := reachOrOffline(ctx, old).SameAs(id); !same && !o.Overwrite {
-				return cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, by)
-			}
+		old, err := kubeconfig.FromSecret(existing, fleetconfig.DefaultKubeconfigKey)
+		if err != nil {
+			return cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, err)
+		}
+		if same, by := reachOrOffline(ctx, old).SameAs(id); !same {
+			return cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, by)
 		}
 		plan.secretStep = "updated"
 	}
@@ -417,7 +452,7 @@ func (o *AddOptions) write(ctx context.Context, plan *addPlan, r *AddReport, p *
 	secretWhat := "secret " + o.hub.Namespace + "/" + plan.secret.Name
 	if o.DryRun != cli.DryRunClient && plan.secretStep != "unchanged" {
 		p.Update("writing %s", secretWhat)
-		if err := o.applySecret(ctx, plan.secret); err != nil {
+		if err := o.writeSecret(ctx, plan); err != nil {
 			return err
 		}
 	}
@@ -439,17 +474,17 @@ func (o *AddOptions) write(ctx context.Context, plan *addPlan, r *AddReport, p *
 		if err != nil {
 			return err
 		}
-		result := "created"
+		result := would("created")
 		if existing != nil {
-			result = "applied (already there)"
-		}
-		if o.DryRun != cli.DryRunClient {
-			p.Update("applying Spoke %s", o.Name)
-			if _, err := o.hub.applySpoke(ctx, plan.spoke, o.DryRun); err != nil {
+			// checkName showed it is this cluster's: a re-run.
+			result = "already there"
+		} else if o.DryRun != cli.DryRunClient {
+			p.Update("creating Spoke %s", o.Name)
+			if err := o.hub.createSpoke(ctx, plan.spoke, o.DryRun); err != nil {
 				return fmt.Errorf("%w; the secret and values entry are in place: run the same command again", err)
 			}
 		}
-		r.Steps = append(r.Steps, Step{"spoke " + o.hub.Namespace + "/" + o.Name, would(result)})
+		r.Steps = append(r.Steps, Step{"spoke " + o.hub.Namespace + "/" + o.Name, result})
 	}
 	if o.DryRun != cli.DryRunNone {
 		r.Spoke = plan.spoke
@@ -464,16 +499,28 @@ func (o *AddOptions) write(ctx context.Context, plan *addPlan, r *AddReport, p *
 	return nil
 }
 
-func (o *AddOptions) applySecret(ctx context.Context, s *corev1.Secret) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
+// writeSecret creates the secret, or updates the one read in preflight
+// with its resourceVersion: a secret created or changed by someone else in
+// between makes the write fail instead of being overwritten.
+func (o *AddOptions) writeSecret(ctx context.Context, plan *addPlan) error {
+	secrets := o.hub.Kube.CoreV1().Secrets(plan.secret.Namespace)
+	opts := metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
+	var err error
+	if plan.existingSecret == nil {
+		_, err = secrets.Create(cli.HideBodies(ctx), plan.secret, opts)
+	} else {
+		s := plan.existingSecret.DeepCopy()
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[fleetconfig.DefaultKubeconfigKey] = plan.secret.Data[fleetconfig.DefaultKubeconfigKey]
+		_, err = secrets.Update(cli.HideBodies(ctx), s, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: opts.DryRun})
 	}
-	force := true
-	_, err = o.hub.Kube.CoreV1().Secrets(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(o.DryRun)})
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run the same command again", plan.secret.Namespace, plan.secret.Name)
+	}
 	if err != nil {
-		return fmt.Errorf("writing secret %s/%s: %w; nothing else was changed", s.Namespace, s.Name, err)
+		return fmt.Errorf("writing secret %s/%s: %w; nothing else was changed", plan.secret.Namespace, plan.secret.Name, err)
 	}
 	return nil
 }

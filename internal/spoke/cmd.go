@@ -24,11 +24,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 
 			Run it against the hub cluster: the kubeconfig flags select the hub,
 			and -n the namespace of the fleet's release (by default the namespace
-			of the fleet's Hub resource).
-
-			Exit codes: 0 done, 1 failed, 2 usage error, 3 refused by a check
-			before anything was changed, 4 changed but the wait timed out (run
-			the same command again to finish).`),
+			of the fleet's Hub resource).`),
 		Example: templates.Examples(`
 			# Register a cluster and wait until it joined
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --values values.yaml --apply --wait

@@ -3,10 +3,13 @@ package spoke
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -43,9 +46,14 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			the cluster to unjoin. Whatever was on the cluster stays there; the
 			command prints what that may be and how to remove it.
 
-			Refused (exit 3) for a spoke whose ManagedCluster is available and
-			whose API server answers: remove it with kubectl spoke remove, or pass
-			--even-if-reachable. Asks for confirmation unless --yes.`),
+			It goes ahead only when the spoke is shown to be unreachable: the hub
+			reports its ManagedCluster's Available condition False or Unknown, or
+			its API server does not answer at all (connection failed or timed
+			out). Refused (exit 3) for a spoke that answers (remove it with
+			kubectl spoke remove, or pass --even-if-reachable), and when that
+			cannot be found out: the ManagedCluster or the kubeconfig secret
+			cannot be read (403, 503, ...) or the API server answers with an
+			error. Asks for confirmation unless --yes.`),
 		Example: templates.Examples(`
 			# The cluster was destroyed; clean up the hub
 			kubectl spoke force-remove spoke-3 --yes`),
@@ -57,10 +65,7 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 				return err
 			}
-			if o.Timeout < 0 {
-				return cli.UsageErrorf("--timeout must not be negative")
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -72,6 +77,20 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *ForceRemoveOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative")
+	}
+	return o.Output.Validate()
 }
 
 // Run checks that the spoke is unreachable, confirms, annotates, deletes and waits.
@@ -93,15 +112,22 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.EvenIfReachable {
-		if reason := hub.reachable(ctx, s); reason != "" {
+		unreachable, reason, err := hub.reachability(ctx, s).Verdict()
+		if err != nil {
+			return cli.Refusedf("cannot tell whether spoke %s is unreachable: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+		}
+		if !unreachable {
 			return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
 		}
+	}
+	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch", "delete"), hub.waitGoneAccess()); err != nil {
+		return err
 	}
 	if o.DryRun == cli.DryRunClient {
 		r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "would be set"}, Step{"spoke " + hub.Namespace + "/" + o.Name, "would be deleted"})
 		return o.Output.Print(o.Out, r, r.table)
 	}
-	if err := cli.Confirm(o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
+	if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
 		return err
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}}})
@@ -129,21 +155,101 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, r, r.table)
 }
 
-// reachable says why a spoke counts as reachable ("" when it does not): its
-// ManagedCluster is Available and its API server answers.
-func (h *Hub) reachable(ctx context.Context, s *fleetconfig.Spoke) string {
-	mc, err := h.ManagedCluster(ctx, s.Name)
-	if err != nil || mc == nil || conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable) != string(metav1.ConditionTrue) {
-		return ""
+// Reachability is what force-remove found out about whether a spoke can
+// be reached: the hub's view (its ManagedCluster) and, when the hub still
+// calls it available, whether its API server answers.
+type Reachability struct {
+	// ManagedCluster is nil when the hub has none.
+	ManagedCluster    *ocm.ManagedCluster
+	ManagedClusterErr error
+	// KubeconfigErr is the failure to read the stored kubeconfig.
+	KubeconfigErr error
+	APIServer     string
+	// APIServerErr is nil when the API server answered.
+	APIServerErr error
+}
+
+// reachability reads what Verdict decides on; it asks the spoke's API server
+// only when the hub does not already show the spoke unavailable.
+func (h *Hub) reachability(ctx context.Context, s *fleetconfig.Spoke) Reachability {
+	var r Reachability
+	r.ManagedCluster, r.ManagedClusterErr = h.ManagedCluster(ctx, s.Name)
+	if r.ManagedClusterErr != nil || hubSeesUnavailable(r.ManagedCluster) != "" {
+		return r
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
 	if err != nil {
+		r.KubeconfigErr = err
+		return r
+	}
+	r.APIServer = kc.Server
+	_, r.APIServerErr = kc.Reach(ctx)
+	return r
+}
+
+// hubSeesUnavailable is the ManagedCluster's Available status when it is
+// False or Unknown: the hub lost the spoke.
+func hubSeesUnavailable(mc *ocm.ManagedCluster) string {
+	if mc == nil {
 		return ""
 	}
-	if _, err := kc.Reach(ctx); err != nil {
-		return ""
+	// A cluster without the condition yet has not been judged: no evidence.
+	for _, c := range mc.Status.Conditions {
+		if c.Type == ocm.ManagedClusterConditionAvailable && (c.Status == metav1.ConditionFalse || c.Status == metav1.ConditionUnknown) {
+			return string(c.Status)
+		}
 	}
-	return "its ManagedCluster is Available and its API server " + kc.Server + " answers"
+	return ""
+}
+
+// Verdict decides whether a spoke is unreachable. Only positive evidence
+// counts: the hub reports it not available, or its API server does not
+// answer at all (no connection, or a timeout). Any other failure to find out
+// (403, 503, an unreadable secret, a server that answers with an error) is
+// an error: the check could not check.
+func (r Reachability) Verdict() (unreachable bool, reason string, err error) {
+	if r.ManagedClusterErr != nil {
+		return false, "", r.ManagedClusterErr
+	}
+	if st := hubSeesUnavailable(r.ManagedCluster); st != "" {
+		return true, "the hub reports its ManagedCluster's Available is " + st, nil
+	}
+	if r.KubeconfigErr != nil {
+		return false, "", fmt.Errorf("the hub still reports it available, and its API server cannot be asked: %w", r.KubeconfigErr)
+	}
+	hubView := "the hub reports its ManagedCluster available"
+	if r.ManagedCluster == nil {
+		hubView = "the hub has no ManagedCluster for it"
+	}
+	switch {
+	case r.APIServerErr == nil:
+		return false, hubView + " and its API server " + r.APIServer + " answers", nil
+	case noAnswer(r.APIServerErr):
+		return true, "its API server " + r.APIServer + " does not answer: " + r.APIServerErr.Error(), nil
+	}
+	return false, "", fmt.Errorf("%s, and its API server %s answered with an error, which does not show it is gone: %w", hubView, r.APIServer, r.APIServerErr)
+}
+
+// noAnswer says whether err means nothing answered: the connection failed
+// or timed out. An HTTP or TLS answer, even an error, means something is there.
+func noAnswer(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return false
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
 }
 
 // Leftovers lists what a force-removed spoke may leave on its cluster, with

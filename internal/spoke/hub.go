@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -104,7 +103,9 @@ func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spok
 	return s, err
 }
 
-// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the secret.
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the
+// secret. Anyone who may write the secret wrote the kubeconfig: the loader
+// refuses (exit 3) one that would run a program or read a local file.
 func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
@@ -121,7 +122,7 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := kubeconfig.Parse(sec.Data[key], "secret "+ref.Name)
+	kc, err := kubeconfig.FromSecret(sec, key)
 	return kc, sec, err
 }
 
@@ -135,9 +136,10 @@ func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedClus
 	return &mc, nil
 }
 
-// Secret reads a secret of the release namespace; nil when it does not exist.
+// Secret reads a secret of the release namespace; nil when it does not
+// exist. Its body is never logged, whatever -v says.
 func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
-	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -236,18 +238,28 @@ func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.Manifest
 	return out, nil
 }
 
-// applySpoke server-side applies a Spoke as kubectl-spoke.
-func (h *Hub) applySpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) (*fleetconfig.Spoke, error) {
-	data, err := json.Marshal(s)
+// createSpoke creates a Spoke; one that exists already is not touched.
+func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	force := true
-	u, err := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Patch(ctx, s.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(dryRun)})
+	_, err = h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj},
+		metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("spoke %s/%s was created by someone else while this command ran; it was not changed", s.Namespace, s.Name)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("applying Spoke %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("creating Spoke %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	var out fleetconfig.Spoke
-	return &out, fromUnstructured(u, &out)
+	return nil
+}
+
+// Placements lists the Placements of every namespace.
+func (h *Hub) Placements(ctx context.Context) ([]ocm.Placement, error) {
+	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing Placements: %w", err)
+	}
+	return out, nil
 }

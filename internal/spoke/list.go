@@ -99,6 +99,12 @@ func (o *ListOptions) complete(ctx context.Context, args []string) error {
 
 // Validate rejects bad flags before any request.
 func (o *ListOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Names...); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
 	if o.ChunkSize < 0 {
 		return cli.UsageErrorf("--chunk-size must be 0 or more, got %d", o.ChunkSize)
 	}

@@ -3,7 +3,7 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -60,9 +61,12 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			Remove a spoke from the fleet: the hub unjoins the cluster, removes the
 			klusterlet from it and deletes the ManagedCluster and its namespace.
 
-			Refused (exit 3, nothing changed) while ManifestWorks that no
-			placement or add-on owns are in the cluster's namespace: the hub would
-			wait for them forever. They are listed with the command to delete them.
+			Refused (exit 3, nothing changed) while ManifestWorks in the cluster's
+			namespace would keep the hub waiting forever: works no placement or
+			add-on owns (listed with the command to delete them), and placement
+			works unless cleanupConfig.forceClusterDrain is on (run kubectl
+			fleetdrain cluster first) or whose placements tolerate the
+			workload-cleanup taint the hub then adds.
 
 			With --values or --helmrelease the spoke's entry leaves the file too;
 			without, a Helm-rendered spoke gets a warning: the next helm upgrade
@@ -108,6 +112,12 @@ func (o *RemoveOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate rejects bad input before any request.
 func (o *RemoveOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
 	if o.ValuesFile != "" && o.ReleaseFile != "" {
 		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
 	}
@@ -132,17 +142,22 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		if err := refuseComputePool(s); err != nil {
 			return err
 		}
-		works, err := hub.ManifestWorks(ctx, o.Name)
-		if err != nil {
+		if err := refuseBlockedRemoval(ctx, hub, s); err != nil {
 			return err
-		}
-		if blocking := BlockingWorks(works); len(blocking) > 0 {
-			return cli.Refusedf("spoke %s still has ManifestWorks that no placement or add-on owns, and the hub will not unjoin it while they exist: %s; nothing was changed: move or delete them (kubectl delete manifestwork -n %s %s), then run this again",
-				o.Name, strings.Join(blocking, ", "), o.Name, strings.Join(blocking, " "))
 		}
 	}
 	edit, err := planValuesRemoval(o.ValuesFile, o.ReleaseFile, o.Name)
 	if err != nil {
+		return err
+	}
+	var needs []cli.Access
+	if s != nil && s.DeletionTimestamp == nil {
+		needs = hub.spokeAccess("delete")
+	}
+	if o.Wait {
+		needs = append(needs, hub.waitGoneAccess()...)
+	}
+	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
 		return err
 	}
 	verb := func(s string) string {
@@ -162,7 +177,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 			err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace).Delete(ctx, o.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: cli.DryRunOption(o.DryRun)})
 			if err != nil {
-				return fmt.Errorf("deleting Spoke %s/%s: %w", hub.Namespace, o.Name, err)
+				return fmt.Errorf("deleting Spoke %s/%s: %w; %s: run the same command again", hub.Namespace, o.Name, err, notRemoved(edit))
 			}
 		}
 		r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, verb("deleted")})
@@ -188,6 +203,14 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
 	}
 	return o.Output.Print(o.Out, r, r.table)
+}
+
+// notRemoved says what a failed delete left undone besides the Spoke.
+func notRemoved(edit *valuesRemoval) string {
+	if edit != nil && edit.changed {
+		return "the values entry was not removed"
+	}
+	return "nothing else was changed"
 }
 
 // valuesRemoval is a planned edit of a values file.
@@ -229,4 +252,28 @@ func (v *valuesRemoval) apply(dryRun cli.DryRun) (Step, error) {
 		return Step{}, err
 	}
 	return Step{what, "entry removed"}, nil
+}
+
+// refuseBlockedRemoval refuses, before anything changes, a removal the hub
+// would wait on forever (FindRemovalBlockers).
+func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error {
+	works, err := hub.ManifestWorks(ctx, s.Name)
+	if err != nil {
+		return err
+	}
+	var placements []ocm.Placement
+	var taints []ocm.Taint
+	if s.Spec.CleanupConfig.ForceClusterDrain && slices.ContainsFunc(works, func(w ocm.ManifestWork) bool { return w.IsPlacementWork() }) {
+		if placements, err = hub.Placements(ctx); err != nil {
+			return cli.Refusedf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
+		}
+		mc, err := hub.ManagedCluster(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		if mc != nil {
+			taints = mc.Spec.Taints
+		}
+	}
+	return FindRemovalBlockers(s, works, placements, taints, time.Now()).Refusal(s.Name)
 }

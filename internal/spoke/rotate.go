@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -70,7 +71,11 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 
 			The secret is replaced in place (the same object, guarded by its
 			resourceVersion); with --secret the kubeconfig goes into that secret
-			and the Spoke is pointed at it. Prints the old and new expiry.`),
+			and the Spoke is pointed at it. The --secret secret is created; one
+			that exists already is only used when it holds a kubeconfig of the
+			same cluster and no other Spoke uses it (then updated, guarded by its
+			resourceVersion), else the command exits 3 and nothing changes.
+			Prints the old and new expiry.`),
 		Example: templates.Examples(`
 			# New client certificate for spoke-1
 			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig
@@ -85,10 +90,7 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 			if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 				return err
 			}
-			if o.MinLifetime < 0 {
-				return cli.UsageErrorf("--min-credential-lifetime must not be negative")
-			}
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -102,6 +104,25 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *RotateOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if o.Secret != "" {
+		if err := cli.ValidateNames(cli.SecretName, o.Secret); err != nil {
+			return err
+		}
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if o.MinLifetime < 0 {
+		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+	}
+	return o.Output.Validate()
 }
 
 // Run checks the new kubeconfig against the old one and replaces it.
@@ -147,6 +168,13 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if !same {
 		return cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
 	}
+	repoint := o.Secret != "" && o.Secret != ref.Name
+	var target *corev1.Secret
+	if repoint {
+		if target, err = o.checkTarget(ctx, hub, newID); err != nil {
+			return err
+		}
+	}
 	data, err := kc.Bytes()
 	if err != nil {
 		return err
@@ -156,18 +184,26 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		DryRun:     o.DryRun != cli.DryRunNone, Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
 		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
+	needs := []cli.Access{access("update", secretResource, hub.Namespace)}
+	if o.Secret != "" && o.Secret != ref.Name {
+		// Server-side apply of a secret that may not exist yet: create and patch.
+		needs = append(hub.spokeAccess("patch"), access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
+	}
+	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
+		return err
+	}
 	switch {
 	case o.DryRun == cli.DryRunClient:
 		r.Result = "would be replaced"
-	case o.Secret != "" && o.Secret != ref.Name:
-		if err := o.repoint(ctx, hub, s, data); err != nil {
+	case repoint:
+		if err := o.repoint(ctx, hub, s, target, data); err != nil {
 			return err
 		}
 		r.Secret, r.SecretUID, r.Result = o.Secret, "", "written; Spoke points at it"
 	default:
 		sec.Data[key] = data
 		// Update carries the resourceVersion read above: a concurrent change fails it.
-		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(ctx, sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
 		if err != nil {
 			return fmt.Errorf("replacing the kubeconfig in secret %s/%s: %w; nothing was changed: run this again", hub.Namespace, ref.Name, err)
 		}
@@ -176,22 +212,57 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, r, r.table)
 }
 
-// repoint writes the kubeconfig into the --secret secret and points the
-// Spoke at it with a JSON patch guarded by the Spoke's resourceVersion.
-func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Spoke, data []byte) error {
-	sec := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Secret, Namespace: hub.Namespace},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: data},
+// checkTarget refuses a --secret that exists and is not the spoke's own,
+// unless it holds a kubeconfig of the same cluster and no other Spoke uses
+// it: anything else may be another spoke's credentials, or no kubeconfig at
+// all. It returns the secret as read (nil when there is none).
+func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig.Identity) (*corev1.Secret, error) {
+	sec, err := hub.Secret(ctx, o.Secret)
+	if err != nil || sec == nil {
+		return nil, err
 	}
-	body, err := json.Marshal(sec)
+	what := fmt.Sprintf("secret %s/%s exists and is not spoke %s's", hub.Namespace, o.Secret, o.Name)
+	next := "nothing was changed: pick a new name for --secret"
+	kc, err := kubeconfig.FromSecret(sec, fleetconfig.DefaultKubeconfigKey)
 	if err != nil {
-		return err
+		return nil, cli.Refusedf("%s, and it holds no kubeconfig this command can read (%w); %s", what, err, next)
 	}
-	force := true
-	if _, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Patch(ctx, o.Secret, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
+	if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
+		return nil, cli.Refusedf("%s, and its kubeconfig reaches another cluster (different %s); %s", what, by, next)
+	}
+	spokes, err := hub.Spokes(ctx)
+	if err != nil {
+		return nil, cli.Refusedf("%s, and whether another spoke uses it cannot be checked: %w; %s", what, err, next)
+	}
+	for _, other := range spokes {
+		if ref := other.Spec.Kubeconfig.SecretReference; other.Name != o.Name && ref != nil && ref.Name == o.Secret {
+			return nil, cli.Refusedf("%s: spoke %s uses it; %s", what, other.Name, next)
+		}
+	}
+	return sec, nil
+}
+
+// repoint writes the kubeconfig into the --secret secret (created, or the
+// existing one updated with the resourceVersion checkTarget read) and points
+// the Spoke at it with a JSON patch guarded by the Spoke's resourceVersion.
+func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Spoke, existing *corev1.Secret, data []byte) error {
+	secrets := hub.Kube.CoreV1().Secrets(hub.Namespace)
+	var err error
+	if existing == nil {
+		_, err = secrets.Create(cli.HideBodies(ctx), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: o.Secret, Namespace: hub.Namespace},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: data},
+		}, metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+	} else {
+		sec := existing.DeepCopy()
+		sec.Data[fleetconfig.DefaultKubeconfigKey] = data
+		_, err = secrets.Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
+	}
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run this again", hub.Namespace, o.Secret)
+	}
+	if err != nil {
 		return fmt.Errorf("writing secret %s/%s: %w; nothing was changed", hub.Namespace, o.Secret, err)
 	}
 	patch, _ := json.Marshal([]map[string]any{

@@ -20,12 +20,17 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// MutableFields are the Spoke spec fields that may change after creation
-// (the FleetConfig webhook rejects a change to any other).
+// MutableFields are the Spoke spec fields set may change (the FleetConfig
+// webhook rejects a change to any other). kubeconfig may change too, but
+// only through rotate-kubeconfig: it proves the new credentials reach the
+// same cluster.
 var MutableFields = []string{
-	"kubeconfig", "addOns", "cleanupConfig", "timeout", "logVerbosity",
+	"addOns", "cleanupConfig", "timeout", "logVerbosity",
 	"klusterlet.annotations", "klusterlet.values", "klusterlet.valuesFrom",
 }
+
+// credentialField holds the spoke's credentials.
+const credentialField = "kubeconfig"
 
 // Assignment is one FIELD=VALUE of set: a path under spec and its value
 // (nil removes the field).
@@ -34,47 +39,51 @@ type Assignment struct {
 	Value any      `json:"value"`
 }
 
-// Field is the dotted path.
-func (a Assignment) Field() string { return strings.Join(a.Path, ".") }
+// Field is the path as set reads it.
+func (a Assignment) Field() string { return FormatPath(a.Path) }
 
-// ParseAssignments reads FIELD=VALUE arguments. FIELD is a dotted path under
-// spec ("spec." may be given); VALUE is YAML, so 3, true, "text",
-// {a: b} and [x, y] all mean what they say, and null removes the field.
+// ParseAssignments reads FIELD=VALUE arguments. FIELD is a path under spec
+// ("spec." may be given; see splitAssignment for keys with dots); VALUE is
+// YAML, so 3, true, "text", {a: b} and [x, y] all mean what they say, and
+// null removes the field.
 func ParseAssignments(args []string) ([]Assignment, error) {
 	var out []Assignment
 	for _, arg := range args {
-		field, raw, ok := strings.Cut(arg, "=")
-		if !ok || field == "" {
-			return nil, cli.UsageErrorf("%q is not FIELD=VALUE", arg)
+		path, raw, err := splitAssignment(arg)
+		if err != nil {
+			return nil, cli.UsageErrorf("%q is not FIELD=VALUE: %v", arg, err)
 		}
-		path := strings.Split(strings.TrimPrefix(field, "spec."), ".")
-		if slices.Contains(path, "") {
-			return nil, cli.UsageErrorf("%q is not a field path", field)
+		if len(path) > 1 && path[0] == "spec" {
+			path = path[1:]
 		}
 		var v any
 		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-			return nil, cli.UsageErrorf("the value of %s is not YAML: %v", field, err)
+			return nil, cli.UsageErrorf("the value of %s is not YAML: %v", FormatPath(path), err)
 		}
 		out = append(out, Assignment{Path: path, Value: v})
 	}
 	return out, nil
 }
 
-// Mutable says whether the field at path may be changed in place.
+// Mutable says whether the field at path may be changed by set.
 func Mutable(path []string) bool {
-	f := strings.Join(path, ".")
 	for _, m := range MutableFields {
-		if f == m || strings.HasPrefix(f, m+".") {
+		if p := strings.Split(m, "."); len(path) >= len(p) && slices.Equal(path[:len(p)], p) {
 			return true
 		}
 	}
 	return false
 }
 
-// refuseImmutable names every immutable field and the supported path.
+// refuseImmutable names every field set may not change and the supported
+// path: rotate-kubeconfig for the credentials, remove and add for the rest.
 func refuseImmutable(name string, as []Assignment) error {
 	var bad []string
 	for _, a := range as {
+		if a.Path[0] == credentialField {
+			return cli.Refusedf("spoke %s: %s holds the spoke's credentials, which only rotate-kubeconfig changes, after it proved the new ones reach the same cluster; nothing was changed: run kubectl spoke rotate-kubeconfig %s --spoke-kubeconfig FILE",
+				name, a.Field(), name)
+		}
 		if !Mutable(a.Path) {
 			bad = append(bad, a.Field())
 		}
@@ -138,12 +147,19 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		Use:   "set NAME FIELD=VALUE...",
 		Short: "Change the fields of a spoke that may change in place",
 		Long: templates.LongDesc(`
-			Change fields of a Spoke's spec. FIELD is a dotted path under spec;
+			Change fields of a Spoke's spec. FIELD is a path of keys under spec,
+			separated by dots; a key that has dots itself (an annotation such as
+			example.com/team) goes in brackets, ["example.com/team"], or has each
+			of its dots escaped with a backslash (see the examples; quote the
+			argument for the shell).
 			VALUE is YAML (3, true, text, {key: value}, [a, b]; null removes it).
 
 			Only these may change in place: ` + strings.Join(MutableFields, ", ") + `.
-			Anything else (the name, hubRef, the klusterlet mode, proxy settings,
-			...) is refused with exit 3: remove the spoke and add it again.
+			The kubeconfig is refused with exit 3: change credentials with
+			kubectl spoke rotate-kubeconfig, which checks they reach the same
+			cluster. Anything else (the name, hubRef, the klusterlet mode, proxy
+			settings, ...) is refused with exit 3: remove the spoke and add it
+			again.
 
 			A Spoke rendered by Helm gets its values back on the next helm
 			upgrade: change them in the values file as well.`),
@@ -155,7 +171,14 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			kubectl spoke set spoke-1 cleanupConfig.forceClusterDrain=true
 
 			# Annotate the klusterlet
-			kubectl spoke set spoke-1 klusterlet.annotations.team=ml`),
+			kubectl spoke set spoke-1 klusterlet.annotations.team=ml
+
+			# An annotation key with dots, in brackets or with the dots escaped
+			kubectl spoke set spoke-1 'klusterlet.annotations["example.com/team"]=ml'
+			kubectl spoke set spoke-1 'klusterlet.annotations.example\.com/team=ml'
+
+			# Remove an annotation
+			kubectl spoke set spoke-1 'klusterlet.annotations["example.com/team"]=null'`),
 		Args:              cli.MinArgs(2, "arguments: NAME and at least one FIELD=VALUE"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -167,10 +190,7 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			if o.Assignments, err = ParseAssignments(args[1:]); err != nil {
 				return err
 			}
-			if err := o.Output.Validate(); err != nil {
-				return err
-			}
-			if err := refuseImmutable(o.Name, o.Assignments); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -179,6 +199,20 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input, and fields that may not change, before any request.
+func (o *SetOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return refuseImmutable(o.Name, o.Assignments)
 }
 
 // Run patches the Spoke.
@@ -199,6 +233,9 @@ func (o *SetOptions) Run(ctx context.Context) error {
 	for _, a := range o.Assignments {
 		from, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, a.Path...)...)
 		r.Changes = append(r.Changes, SetChange{Field: a.Field(), From: from, To: a.Value})
+	}
+	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch")); err != nil {
+		return err
 	}
 	if o.DryRun != cli.DryRunClient {
 		patch, err := json.Marshal(SetPatch(o.Assignments, u.GetResourceVersion()))

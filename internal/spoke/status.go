@@ -190,7 +190,7 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
-			if err := o.Output.Validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -198,6 +198,17 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	}
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Validate rejects bad input before any request.
+func (o *StatusOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	return o.Output.Validate()
 }
 
 // Run reads the spoke and what belongs to it, and prints the report.
@@ -218,22 +229,31 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := BuildStatus(s, mc, works, hub.credential(ctx, s))
-	return o.Output.Print(o.Out, r, r.Table)
+	cred, refused := hub.credential(ctx, s)
+	r := BuildStatus(s, mc, works, cred)
+	if err := o.Output.Print(o.Out, r, r.Table); err != nil {
+		return err
+	}
+	return refused
 }
 
-// credential reads the stored kubeconfig and describes its credential.
-func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) *CredentialReport {
+// credential reads the stored kubeconfig and describes its credential. A
+// kubeconfig the loader refuses is also returned as the error, so status
+// reports it and exits 3.
+func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*CredentialReport, error) {
 	if s.Spec.Kubeconfig.SecretReference == nil {
-		return nil
+		return nil, nil
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if cli.IsRefused(err) {
+		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
+	}
 	if err != nil {
-		return &CredentialReport{Problem: err.Error()}
+		return &CredentialReport{Problem: err.Error()}, nil
 	}
 	c, err := kc.Credential(time.Now(), 0)
 	if err != nil {
-		return &CredentialReport{Problem: err.Error()}
+		return &CredentialReport{Problem: err.Error()}, nil
 	}
-	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}
+	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}, nil
 }

@@ -2,66 +2,122 @@ package values
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 // File is a values or HelmRelease file as it was read, so that a write can
 // tell whether someone else changed it in between.
 type File struct {
+	// Path is the path as the user gave it (perhaps a symlink).
 	Path string
 	Kind Kind
 	Data []byte
-	mode os.FileMode
+	// target is the regular file Path leads to: the one a write replaces,
+	// so a symlink stays a link to the edited file.
+	target string
+	info   os.FileInfo
 }
 
-// Read reads the file at path.
+// Read reads the file at path, following symlinks.
 func Read(path string, kind Kind) (*File, error) {
-	info, err := os.Stat(path)
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	info, err := os.Lstat(target)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(target)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return &File{Path: path, Kind: kind, Data: data, mode: info.Mode().Perm()}, nil
+	return &File{Path: path, Kind: kind, Data: data, target: target, info: info}, nil
 }
 
-// Write replaces the file's content with data atomically (a temporary file
-// in the same directory, renamed over it), keeping its mode. It refuses when
-// the file no longer holds what Read saw.
+// errChanged is a write refused because the file no longer holds what Read saw.
+var errChanged = errors.New("changed while this command ran")
+
+// Write replaces the file's content with data atomically: a temporary file
+// in the same directory with the file's owner, group and mode (setgid
+// included) takes its place. It refuses (exit 3, nothing written) when the
+// file no longer holds what Read saw, checked at the moment of the swap.
 func (f *File) Write(data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".*")
+	tmp, err := os.CreateTemp(filepath.Dir(f.target), "."+filepath.Base(f.target)+".*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", f.Path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", f.Path, err)
+	keep := false
+	defer func() {
+		if !keep {
+			os.Remove(tmp.Name())
+		}
+	}()
+	err = writeLike(tmp, data, f.info)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Chmod(f.mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", f.Path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", f.Path, err)
-	}
-	now, err := os.ReadFile(f.Path)
 	if err != nil {
-		return fmt.Errorf("re-reading %s before replacing it: %w", f.Path, err)
+		return fmt.Errorf("writing %s: %w; it was not changed", f.Path, err)
 	}
-	if !bytes.Equal(now, f.Data) {
-		return fmt.Errorf("%s changed while this command ran; it was not written: run the command again", f.Path)
-	}
-	if err := os.Rename(tmp.Name(), f.Path); err != nil {
-		return fmt.Errorf("replacing %s: %w", f.Path, err)
+	beforeReplace()
+	keep, err = replace(tmp.Name(), f.target, f.Data)
+	switch {
+	case errors.Is(err, errChanged) && keep:
+		return fmt.Errorf("%s changed while this command ran, and putting the other version back failed: it is in %s; %s holds this command's edit", f.Path, tmp.Name(), f.Path)
+	case errors.Is(err, errChanged):
+		return cli.Refusedf("%s %w; it was not written: run the command again", f.Path, errChanged)
+	case err != nil:
+		return fmt.Errorf("replacing %s: %w; it was not changed", f.Path, err)
 	}
 	f.Data = data
 	return nil
 }
+
+// writeLike writes data into tmp and gives it the owner, group and mode
+// of the file it will replace (owner first: a chown clears setgid).
+func writeLike(tmp *os.File, data []byte, like os.FileInfo) error {
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := keepOwner(tmp, like); err != nil {
+		return fmt.Errorf("keeping the file's owner and group: %w", err)
+	}
+	if err := tmp.Chmod(like.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)); err != nil {
+		return err
+	}
+	return tmp.Sync()
+}
+
+// unchanged says whether the file at path still holds want.
+func unchanged(path string, want []byte) error {
+	now, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("re-reading it before replacing it: %w", err)
+	}
+	if !bytes.Equal(now, want) {
+		return errChanged
+	}
+	return nil
+}
+
+// replaceByRename is the swap where the system has no atomic exchange: the
+// check and the rename are two steps.
+func replaceByRename(tmp, target string, want []byte) error {
+	if err := unchanged(target, want); err != nil {
+		return err
+	}
+	return os.Rename(tmp, target)
+}
+
+// beforeReplace lets a test change the file at the last moment before Write
+// replaces it.
+var beforeReplace = func() {}

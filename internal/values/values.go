@@ -60,7 +60,9 @@ var perSpokeKeys = []string{"name", "kubeconfig", "clusterARN", "proxyCa", "prox
 
 // list is the spokes list found in a document.
 type list struct {
-	seq   *yaml.Node
+	seq *yaml.Node
+	// key is the "spokes" key of the list.
+	key   *yaml.Node
 	lines []string
 	// endLine is the 0-based line after the last line of the last entry.
 	endLine int
@@ -154,12 +156,42 @@ func Remove(src []byte, kind Kind, name string) (out []byte, changed bool, err e
 	if i+1 < len(l.seq.Content) {
 		end = l.ownStart(l.dashLine(l.seq.Content[i+1]))
 	}
-	lines := slices.Concat(l.lines[:start], l.lines[end:])
+	head := slices.Clone(l.lines[:start])
+	if len(l.seq.Content) == 1 {
+		// Without entries the key would hold null, not a list: the chart
+		// and the next edit both want an empty list.
+		if head, err = l.emptied(head); err != nil {
+			return nil, false, err
+		}
+	}
+	lines := slices.Concat(head, l.lines[end:])
 	out = []byte(strings.Join(lines, ""))
 	if err := verify(src, out, kind, "", name); err != nil {
 		return nil, false, err
 	}
 	return out, true, nil
+}
+
+// emptied marks the list empty ("spokes: []") in head, the lines up to
+// where its entries were.
+func (l *list) emptied(head []string) ([]string, error) {
+	i := l.key.Line - 1
+	if i >= len(head) {
+		return nil, fmt.Errorf("cannot find the line of the %s key; nothing was written: edit the file by hand", l.key.Value)
+	}
+	line := head[i]
+	at := strings.IndexByte(line[min(l.key.Column-1, len(line)):], ':')
+	if at < 0 {
+		return nil, fmt.Errorf("cannot find the %s key at line %d; nothing was written: edit the file by hand", l.key.Value, l.key.Line)
+	}
+	at += min(l.key.Column-1, len(line)) + 1
+	rest := line[at:]
+	if strings.TrimSpace(rest) == "" {
+		// The key ended the file: the list gets a line end.
+		rest = l.eol
+	}
+	head[i] = line[:at] + " []" + rest
+	return head, nil
 }
 
 // find parses src and locates the spokes list. It refuses what it cannot
@@ -195,11 +227,11 @@ func find(src []byte, kind Kind) (*list, error) {
 	case len(roots) == 0:
 		return nil, fmt.Errorf("the file has no %s list", kind.ListPath())
 	}
-	found, err := lookup(roots[0], kind.path())
+	key, found, err := lookup(roots[0], kind.path())
 	if err != nil {
 		return nil, err
 	}
-	if found.Style&yaml.FlowStyle != 0 {
+	if found.Style&yaml.FlowStyle != 0 && len(found.Content) > 0 {
 		return nil, fmt.Errorf("%s is written in flow style ([...]): write it as a block list (one \"- name: ...\" entry per line) to edit it", kind.ListPath())
 	}
 	seen := map[string]bool{}
@@ -216,12 +248,21 @@ func find(src []byte, kind Kind) (*list, error) {
 			return nil, fmt.Errorf("%s has an anchored or aliased entry at line %d; edit it by hand", kind.ListPath(), item.Line)
 		}
 	}
-	l := &list{seq: found, lines: splitLines(src), eol: "\n"}
-	if bytes.Contains(src, []byte("\r\n")) {
-		l.eol = "\r\n"
+	l := &list{seq: found, key: key, lines: splitLines(src), eol: dominantEOL(src)}
+	if len(found.Content) > 0 {
+		l.endLine = l.end()
 	}
-	l.endLine = l.end()
 	return l, nil
+}
+
+// dominantEOL is the line end most lines of src have, so that one CRLF line
+// in an LF file does not make the new lines CRLF (nor the other way round).
+func dominantEOL(src []byte) string {
+	crlf := bytes.Count(src, []byte("\r\n"))
+	if crlf > bytes.Count(src, []byte("\n"))-crlf {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 func scalarAt(m *yaml.Node, key string) string {
@@ -236,29 +277,30 @@ func scalarAt(m *yaml.Node, key string) string {
 	return ""
 }
 
-func lookup(n *yaml.Node, path []string) (*yaml.Node, error) {
-	for i, key := range path {
+// lookup finds the list at path, and its key.
+func lookup(n *yaml.Node, path []string) (key, list *yaml.Node, err error) {
+	for i, k := range path {
 		if n.Kind == yaml.AliasNode || n.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%s is not a mapping", strings.Join(path[:i], "."))
+			return nil, nil, fmt.Errorf("%s is not a mapping", strings.Join(path[:i], "."))
 		}
 		var next *yaml.Node
 		for j := 0; j+1 < len(n.Content); j += 2 {
-			if n.Content[j].Value == key {
+			if n.Content[j].Value == k {
 				if next != nil {
-					return nil, fmt.Errorf("%s is set twice", strings.Join(path[:i+1], "."))
+					return nil, nil, fmt.Errorf("%s is set twice", strings.Join(path[:i+1], "."))
 				}
-				next = n.Content[j+1]
+				key, next = n.Content[j], n.Content[j+1]
 			}
 		}
 		if next == nil {
-			return nil, fmt.Errorf("the file has no %s", strings.Join(path[:i+1], "."))
+			return nil, nil, fmt.Errorf("the file has no %s", strings.Join(path[:i+1], "."))
 		}
 		n = next
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("%s is not a list", strings.Join(path, "."))
+		return nil, nil, fmt.Errorf("%s is not a list", strings.Join(path, "."))
 	}
-	return n, nil
+	return key, n, nil
 }
 
 // splitLines splits src into lines that keep their line ends, so joining

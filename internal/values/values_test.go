@@ -1,8 +1,11 @@
 package values
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +84,47 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+func TestRemoveLastEntry(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"block":      {"fleetConfig:\n  spokes:\n  # the only one\n  - name: a\n    x: 1\n  hub: {}\n", "fleetConfig:\n  spokes: []\n  hub: {}\n"},
+		"comment":    {"fleetConfig:\n  spokes: # list\n  - name: a\n", "fleetConfig:\n  spokes: [] # list\n"},
+		"release":    {"kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes:\n        - name: a\n", "kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes: []\n"},
+		"end no eol": {"fleetConfig:\r\n  spokes:\r\n  - name: a", "fleetConfig:\r\n  spokes: []\r\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kind := HelmValues
+			if name == "release" {
+				kind = HelmRelease
+			}
+			out, changed, err := Remove([]byte(tc.src), kind, "a")
+			assert.NilError(t, err)
+			assert.Check(t, changed)
+			assert.Equal(t, string(out), tc.want)
+			names, err := Names(out, kind)
+			assert.NilError(t, err)
+			assert.Check(t, is.Len(names, 0))
+
+			_, changed, err = Remove(out, kind, "a")
+			assert.NilError(t, err)
+			assert.Check(t, !changed, "removing it again is a no-op")
+		})
+	}
+}
+
+func TestAddKeepsTheDominantLineEnding(t *testing.T) {
+	src := "fleetConfig:\n  spokes:\n  - name: a\r\n    x: 1\n"
+	out, _, err := Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig"})
+	assert.NilError(t, err)
+	added := strings.TrimPrefix(string(out), src)
+	assert.Check(t, !strings.Contains(added, "\r"), "the new entry has LF line ends like most of the file: %q", added)
+
+	src = "fleetConfig:\r\n  spokes:\r\n  - name: a\n    x: 1\r\n"
+	out, _, err = Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig"})
+	assert.NilError(t, err)
+	added = strings.TrimPrefix(string(out), src)
+	assert.Check(t, is.Equal(strings.Count(added, "\n"), strings.Count(added, "\r\n")), "the new entry has CRLF line ends like most of the file: %q", added)
+}
+
 func TestRemoveRefusesEntryWithAnchorUsedElsewhere(t *testing.T) {
 	_, _, err := Remove(read(t, "helmrelease.yaml"), HelmRelease, "hub-as-spoke")
 	assert.ErrorContains(t, err, "unknown anchor 'oci'")
@@ -97,7 +141,7 @@ func TestRefusals(t *testing.T) {
 		"no list":         {"fleetConfig:\n  hub: {}\n", HelmValues, "no fleetConfig.spokes"},
 		"not a list":      {"fleetConfig:\n  spokes: yes\n", HelmValues, "fleetConfig.spokes is not a list"},
 		"flow style":      {"fleetConfig:\n  spokes: [{name: a}]\n", HelmValues, "flow style"},
-		"empty":           {"fleetConfig:\n  spokes: []\n", HelmValues, "flow style"},
+		"empty":           {"fleetConfig:\n  spokes: []\n", HelmValues, "fleetConfig.spokes is empty"},
 		"entry not a map": {"fleetConfig:\n  spokes:\n  - a\n", HelmValues, "not a block mapping with a name"},
 		"duplicate names": {"fleetConfig:\n  spokes:\n  - name: a\n  - name: a\n", HelmValues, `two entries named "a"`},
 		"no helmrelease":  {"kind: ConfigMap\n", HelmRelease, "no HelmRelease"},
@@ -110,27 +154,6 @@ func TestRefusals(t *testing.T) {
 			assert.ErrorContains(t, err, tc.wantErr)
 		})
 	}
-}
-
-func TestWriteKeepsModeAndRefusesChangedFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "values.yaml")
-	assert.NilError(t, os.WriteFile(path, []byte("a: 1\n"), 0o640))
-	f, err := Read(path, HelmValues)
-	assert.NilError(t, err)
-	assert.NilError(t, f.Write([]byte("a: 2\n")))
-	info, err := os.Stat(path)
-	assert.NilError(t, err)
-	assert.Equal(t, info.Mode().Perm(), os.FileMode(0o640))
-
-	f, err = Read(path, HelmValues)
-	assert.NilError(t, err)
-	assert.NilError(t, os.WriteFile(path, []byte("a: 3\n"), 0o640))
-	err = f.Write([]byte("a: 4\n"))
-	assert.ErrorContains(t, err, "changed while this command ran")
-	got, _ := os.ReadFile(path)
-	assert.Equal(t, string(got), "a: 3\n")
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	assert.Equal(t, len(entries), 1, "no temporary file is left behind")
 }
 
 // assertOnlyInserted checks that long is short with one run of bytes
@@ -176,21 +199,51 @@ func FuzzEdit(f *testing.F) {
 		if release {
 			kind = HelmRelease
 		}
+		before, err := Names(src, kind)
+		if err != nil {
+			return
+		}
 		out, changed, err := Add(src, kind, Entry{Name: "fuzz-new", SecretName: "fuzz-new-kubeconfig"})
 		if err == nil && changed {
 			if !onlyInserted(src, out) {
 				t.Fatalf("add changed bytes outside the new entry:\n%q\n%q", src, out)
 			}
-			names, err := Names(out, kind)
-			if err != nil || names[len(names)-1] != "fuzz-new" {
-				t.Fatalf("add did not append the entry: %v %v", names, err)
+			assertEntries(t, src, out, kind, append(slices.Clone(before), "fuzz-new"), "fuzz-new")
+			e, err := EntryValues(out, kind, "fuzz-new")
+			if err != nil || fmt.Sprint(e["kubeconfig"]) != "map[context: inCluster:false secretReference:map[kubeconfigKey:kubeconfig name:fuzz-new-kubeconfig]]" {
+				t.Fatalf("the new entry does not point at its secret: %v %v", e, err)
 			}
 		}
 		out, changed, err = Remove(src, kind, name)
 		if err == nil && changed {
-			if !onlyInserted(out, src) {
+			if len(before) > 1 && !onlyInserted(out, src) {
 				t.Fatalf("remove changed bytes outside the entry:\n%q\n%q", src, out)
 			}
+			assertEntries(t, src, out, kind, slices.DeleteFunc(slices.Clone(before), func(n string) bool { return n == name }), name)
 		}
 	})
+}
+
+// assertEntries checks on the parsed documents that edited holds exactly
+// the entries want, and that without entry name both documents are equal.
+func assertEntries(t *testing.T, orig, edited []byte, kind Kind, want []string, name string) {
+	t.Helper()
+	got, err := Names(edited, kind)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("the edit holds entries %q (%v), want %q:\n%q", got, err, want, edited)
+	}
+	var docs [2][]any
+	for i, src := range [][]byte{orig, edited} {
+		if docs[i], err = decodeAll(src); err != nil {
+			t.Fatalf("does not parse: %v\n%q", err, src)
+		}
+		for _, d := range docs[i] {
+			if err := dropEntry(d, kind, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !reflect.DeepEqual(docs[0], docs[1]) {
+		t.Fatalf("the edit changed more than entry %s:\n%v\n%v", name, docs[0], docs[1])
+	}
 }

@@ -1,51 +1,75 @@
-// Package fleet is a test stand-in for the FleetConfig controller and OCM
-// registration on a hub, for the end-to-end tests: it does what their
-// documentation says happens to a Spoke, against the real hub and spoke API
-// servers. A new Spoke is joined (its kubeconfig secret read, the spoke
-// reached, the agent namespace created there, a Joined and Available
-// ManagedCluster and the cluster namespace created on the hub, PHASE
-// Joining then Running, the upstream finalizers kept); a spoke whose API
-// server stops answering is marked not Available and tainted unreachable; a
-// deleted Spoke goes through the upstream flow (forceClusterDrain taint, the
-// check that blocks on ManifestWorks no add-on owns, unjoin on the spoke,
-// hub cleanup), or its shortcut when the force-delete annotation is set.
+// Package fleet is a test stand-in for what fleetconfig-controller does
+// with a Spoke on a hub, no more, driving the real Open Cluster Management
+// components the harness runs (OCMHub): it keeps the upstream finalizers,
+// joins a new Spoke (reads its kubeconfig secret, starts the klusterlet
+// agent with a bootstrap credential, as `clusteradm join` does, and accepts
+// the cluster, as `clusteradm accept` does), and takes a deleted Spoke
+// through the upstream order (the forceClusterDrain taint, the block on
+// ManifestWorks no add-on owns, the terminating taint, unjoin on the spoke,
+// hub cleanup), or through the force-delete shortcut. It never writes a
+// ManagedCluster's status, placement decisions or ManifestWorks: the hub's
+// registration controller and the agents do.
 //
-// Nothing in the plugins knows it exists.
+// It knows the upstream names from upstream, spelled here, never from the
+// plugins' packages, so a wrong name in a plugin fails a test. Its
+// unexpected errors fail the test run (harness Env.Fail).
 package fleet
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/e2e/harness"
 )
 
-// Upstream names the controllers use.
+// Upstream names (fleetconfig-controller api/v1beta1 and OCM).
 const (
-	// AgentNamespace is where the klusterlet agent runs on a spoke.
-	AgentNamespace = "open-cluster-management-agent"
-	// OperatorNamespace is where the klusterlet operator runs on a spoke.
-	OperatorNamespace = "open-cluster-management"
+	finalizerHubCleanupPreflight = "fleetconfig.open-cluster-management.io/hub-cleanup-preflight"
+	finalizerHubCleanup          = "fleetconfig.open-cluster-management.io/hub-cleanup"
+	finalizerSpokeCleanup        = "fleetconfig.open-cluster-management.io/spoke-cleanup"
+	forceDeleteAnnotation        = "fleetconfig.open-cluster-management.io/force-delete"
+
+	phaseJoining   = "Joining"
+	phaseRunning   = "Running"
+	phaseUnhealthy = "Unhealthy"
+	phaseDeleting  = "Deleting"
+
+	conditionJoined           = "SpokeJoined"
+	conditionCleanupFailed    = "CleanupFailed"
+	conditionKlusterletSynced = "KlusterletSynced"
+
+	defaultKubeconfigKey = "kubeconfig"
+
 	// TaintWorkloadCleanup is added on delete when forceClusterDrain is set.
 	TaintWorkloadCleanup = "fleetconfig.open-cluster-management.io/workload-cleanup"
 	// TaintTerminating is added once the blocking check passed.
 	TaintTerminating = "fleetconfig.open-cluster-management.io/terminating"
+
+	managedClusterAddOnKind = "ManagedClusterAddOn"
+	clusterNameLabel        = "open-cluster-management.io/cluster-name"
+	conditionMCJoined       = "ManagedClusterJoined"
+)
+
+var (
+	spokeGVR          = schema.GroupVersionResource{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1", Resource: "spokes"}
+	hubGVR            = schema.GroupVersionResource{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1", Resource: "hubs"}
+	managedClusterGVR = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
+	manifestWorkGVR   = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
 )
 
 // BlockingMessage is the upstream CleanupFailed message while ManifestWorks
@@ -54,15 +78,42 @@ func BlockingMessage(cluster string) string {
 	return fmt.Sprintf("Found manifestWorks for ManagedCluster %s; cannot unjoin spoke cluster while it has active ManifestWorks", cluster)
 }
 
+// spoke is what the stand-in reads of a Spoke.
+type spoke struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Kubeconfig struct {
+			SecretReference *struct {
+				Name          string `json:"name"`
+				KubeconfigKey string `json:"kubeconfigKey"`
+			} `json:"secretReference"`
+		} `json:"kubeconfig"`
+		CleanupConfig struct {
+			ForceClusterDrain bool `json:"forceClusterDrain"`
+		} `json:"cleanupConfig"`
+	} `json:"spec"`
+	Status spokeStatus `json:"status"`
+}
+
+type spokeStatus struct {
+	Phase      string      `json:"phase,omitempty"`
+	Conditions []condition `json:"conditions,omitempty"`
+}
+
+type condition struct {
+	metav1.Condition `json:",inline"`
+	WantStatus       metav1.ConditionStatus `json:"wantStatus"`
+}
+
 // Fleet reconciles the Spokes of one namespace of a hub.
 type Fleet struct {
+	hub       *harness.OCMHub
 	dyn       dynamic.Interface
 	kube      kubernetes.Interface
 	namespace string
 	interval  time.Duration
 
-	mu     sync.Mutex
-	errors []error
 	// running is held while reconciling; Pause holds it to keep the
 	// stand-in's own requests out of a measurement.
 	running sync.Mutex
@@ -75,19 +126,11 @@ func (f *Fleet) Pause() (resume func()) {
 }
 
 // Start runs the stand-in on the hub until ctx ends. It resyncs every
-// interval, which is how often the real controllers requeue (scaled down).
-func Start(ctx context.Context, hub *rest.Config, namespace string, interval time.Duration) (*Fleet, error) {
-	dyn, err := dynamic.NewForConfig(hub)
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(hub)
-	if err != nil {
-		return nil, err
-	}
-	f := &Fleet{dyn: dyn, kube: kube, namespace: namespace, interval: interval}
+// interval, which is how often the real controller requeues (scaled down).
+func Start(ctx context.Context, hub *harness.OCMHub, namespace string, interval time.Duration) *Fleet {
+	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, interval: interval}
 	go f.loop(ctx)
-	return f, nil
+	return f
 }
 
 func (f *Fleet) loop(ctx context.Context) {
@@ -106,12 +149,13 @@ func (f *Fleet) loop(ctx context.Context) {
 }
 
 func (f *Fleet) spokes() dynamic.ResourceInterface {
-	return f.dyn.Resource(fleetconfig.SpokeResource).Namespace(f.namespace)
+	return f.dyn.Resource(spokeGVR).Namespace(f.namespace)
 }
 
 func (f *Fleet) reconcileAll(ctx context.Context) {
 	l, err := f.spokes().List(ctx, metav1.ListOptions{})
 	if err != nil {
+		f.fail(ctx, fmt.Errorf("listing Spokes: %w", err))
 		return
 	}
 	var wg sync.WaitGroup
@@ -119,8 +163,9 @@ func (f *Fleet) reconcileAll(ctx context.Context) {
 		wg.Add(1)
 		go func(u *unstructured.Unstructured) {
 			defer wg.Done()
-			var s fleetconfig.Spoke
+			var s spoke
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+				f.fail(ctx, fmt.Errorf("reading Spoke %s: %w", u.GetName(), err))
 				return
 			}
 			if s.DeletionTimestamp != nil {
@@ -133,262 +178,155 @@ func (f *Fleet) reconcileAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// spokeClient reaches the spoke with the kubeconfig in its secret.
-func (f *Fleet) spokeClient(ctx context.Context, s *fleetconfig.Spoke) (kubernetes.Interface, string, error) {
+// spokeKubeconfig reads the kubeconfig in the Spoke's secret and checks the
+// spoke's API server answers with it.
+func (f *Fleet) spokeKubeconfig(ctx context.Context, s *spoke) ([]byte, kubernetes.Interface, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
-		return nil, "", fmt.Errorf("no kubeconfig secret reference")
+		return nil, nil, errors.New("no kubeconfig secret reference")
 	}
 	sec, err := f.kube.CoreV1().Secrets(s.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, "", fmt.Errorf("reading kubeconfig secret: %w", err)
+		return nil, nil, fmt.Errorf("reading kubeconfig secret: %w", err)
 	}
 	key := ref.KubeconfigKey
 	if key == "" {
-		key = fleetconfig.DefaultKubeconfigKey
+		key = defaultKubeconfigKey
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data[key])
 	if err != nil {
-		return nil, "", fmt.Errorf("parsing kubeconfig secret: %w", err)
+		return nil, nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
 	cfg.Timeout = 3 * time.Second
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
-		return nil, cfg.Host, fmt.Errorf("spoke API server %s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("spoke API server %s: %w", cfg.Host, err)
 	}
-	return c, cfg.Host, nil
+	return sec.Data[key], c, nil
 }
 
-func (f *Fleet) reconcileJoin(ctx context.Context, s *fleetconfig.Spoke) {
-	if !slices.Contains(s.Finalizers, fleetconfig.FinalizerHubCleanup) {
-		f.setFinalizers(ctx, s, []string{fleetconfig.FinalizerHubCleanupPreflight, fleetconfig.FinalizerHubCleanup, fleetconfig.FinalizerSpokeCleanup})
-		return
-	}
-	c, host, err := f.spokeClient(ctx, s)
-	if err != nil {
-		if f.markUnreachable(ctx, s.Name) {
-			f.setStatus(ctx, s, fleetconfig.SpokePhaseUnhealthy, joinedCondition(metav1.ConditionFalse, err.Error()))
-		} else {
-			f.setStatus(ctx, s, fleetconfig.SpokePhaseJoining, joinedCondition(metav1.ConditionFalse, err.Error()))
-		}
+// reconcileJoin joins the spoke once (upstream runs clusteradm join and
+// accept while the ManagedCluster has not joined) and reports the
+// conditions; every round it reaches the spoke, as upstream's klusterlet
+// upgrade check does, so a spoke whose API server stopped turns Unhealthy.
+func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) {
+	if !slices.Contains(s.Finalizers, finalizerHubCleanup) {
+		f.setFinalizers(ctx, s, []string{finalizerHubCleanupPreflight, finalizerHubCleanup, finalizerSpokeCleanup})
 		return
 	}
 	if s.Status.Phase == "" {
-		f.setStatus(ctx, s, fleetconfig.SpokePhaseJoining, joinedCondition(metav1.ConditionFalse, "joining"))
+		f.setStatus(ctx, s, phaseJoining, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "joining"))
 		return
 	}
-	for _, ns := range []string{OperatorNamespace, AgentNamespace} {
-		if err := ensureNamespace(ctx, c, ns); err != nil {
-			f.fail(err)
+	mc, err := f.managedCluster(ctx, s.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.fail(ctx, err)
+		return
+	}
+	joined := mc != nil && conditionIs(mc, conditionMCJoined, "True")
+	kubeconfig, _, reachErr := f.spokeKubeconfig(ctx, s)
+	if !joined {
+		if reachErr != nil {
+			f.setStatus(ctx, s, phaseUnhealthy, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "failed to join spoke cluster: "+reachErr.Error()))
 			return
 		}
-	}
-	if err := ensureNamespace(ctx, f.kube, s.Name); err != nil {
-		f.fail(err)
+		if err := f.hub.StartAgent(ctx, s.Name, kubeconfig); err != nil {
+			f.fail(ctx, fmt.Errorf("joining spoke %s: %w", s.Name, err))
+			return
+		}
+		if _, err := f.hub.Accept(ctx, s.Name); err != nil {
+			f.fail(ctx, err)
+			return
+		}
+		f.setStatus(ctx, s, phaseJoining, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "waiting for the ManagedCluster to join"))
 		return
 	}
-	if err := f.ensureAvailable(ctx, s.Name, host); err != nil {
-		f.fail(err)
+	if reachErr != nil {
+		f.setStatus(ctx, s, phaseUnhealthy, cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "joined"),
+			cond(conditionKlusterletSynced, metav1.ConditionFalse, metav1.ConditionTrue, "failed to check if spoke cluster needs upgrade: "+reachErr.Error()))
 		return
 	}
-	f.setStatus(ctx, s, fleetconfig.SpokePhaseRunning, joinedCondition(metav1.ConditionTrue, "joined"))
+	f.setStatus(ctx, s, phaseRunning, cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "joined"),
+		cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, "klusterlet up to date"))
 }
 
-func ensureNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
-	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-func (f *Fleet) mcs() dynamic.ResourceInterface { return f.dyn.Resource(ocm.ManagedClusterResource) }
-
-func (f *Fleet) managedCluster(ctx context.Context, name string) (*ocm.ManagedCluster, *unstructured.Unstructured, error) {
-	u, err := f.mcs().Get(ctx, name, metav1.GetOptions{})
+func (f *Fleet) managedCluster(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	mc, err := f.dyn.Resource(managedClusterGVR).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, nil, err
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)
 	}
-	var mc ocm.ManagedCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mc); err != nil {
-		return nil, nil, err
-	}
-	return &mc, u, nil
+	return mc, nil
 }
 
-// ensureAvailable creates the ManagedCluster (registration) and reports it
-// joined and available (the agent's lease), without the unreachable taint.
-func (f *Fleet) ensureAvailable(ctx context.Context, name, host string) error {
-	mc, _, err := f.managedCluster(ctx, name)
-	if apierrors.IsNotFound(err) {
-		obj := map[string]any{
-			"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
-			"metadata": map[string]any{"name": name},
-			"spec": map[string]any{"hubAcceptsClient": true, "leaseDurationSeconds": int64(60),
-				"managedClusterClientConfigs": []any{map[string]any{"url": host}}},
-		}
-		if _, err := f.mcs().Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ManagedCluster %s: %w", name, err)
-		}
-		mc, _, err = f.managedCluster(ctx, name)
-	}
-	if err != nil {
-		return err
-	}
-	if i := taintIndex(mc, ocm.TaintUnreachable); i >= 0 {
-		if err := f.patchTaints(ctx, mc, slices.Delete(slices.Clone(mc.Spec.Taints), i, i+1)); err != nil {
-			return err
+func conditionIs(u *unstructured.Unstructured, t, status string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == t {
+			return m["status"] == status
 		}
 	}
-	return f.setMCConditions(ctx, name, metav1.ConditionTrue, "ManagedClusterAvailable", "the agent's lease is renewed")
+	return false
 }
 
-// markUnreachable reports the ManagedCluster's availability as Unknown and
-// taints it unreachable, as the hub does when the lease runs out. It says
-// whether there was a ManagedCluster to mark.
-func (f *Fleet) markUnreachable(ctx context.Context, name string) bool {
-	mc, _, err := f.managedCluster(ctx, name)
-	if err != nil {
-		return false
-	}
-	if taintIndex(mc, ocm.TaintUnreachable) < 0 {
-		now := metav1.Now()
-		taints := append(slices.Clone(mc.Spec.Taints), ocm.Taint{Key: ocm.TaintUnreachable, Effect: ocm.TaintEffectNoSelect, TimeAdded: &now})
-		if err := f.patchTaints(ctx, mc, taints); err != nil {
-			f.fail(err)
-		}
-	}
-	if err := f.setMCConditions(ctx, name, metav1.ConditionUnknown, "ManagedClusterLeaseUpdateStopped", "the agent stopped renewing its lease"); err != nil {
-		f.fail(err)
-	}
-	return true
+func cond(t string, status, want metav1.ConditionStatus, msg string) condition {
+	return condition{Condition: metav1.Condition{Type: t, Status: status, Reason: "ReconcileSuccess", Message: msg}, WantStatus: want}
 }
 
-func taintIndex(mc *ocm.ManagedCluster, key string) int {
-	return slices.IndexFunc(mc.Spec.Taints, func(t ocm.Taint) bool { return t.Key == key })
-}
-
-func (f *Fleet) patchTaints(ctx context.Context, mc *ocm.ManagedCluster, taints []ocm.Taint) error {
-	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": mc.ResourceVersion},
-		"spec":     map[string]any{"taints": taints},
-	})
-	if _, err := f.mcs().Patch(ctx, mc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("setting taints of ManagedCluster %s: %w", mc.Name, err)
-	}
-	return nil
-}
-
-func (f *Fleet) setMCConditions(ctx context.Context, name string, available metav1.ConditionStatus, reason, msg string) error {
-	_, u, err := f.managedCluster(ctx, name)
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	conds := []metav1.Condition{
-		{Type: ocm.ManagedClusterConditionAccepted, Status: metav1.ConditionTrue, Reason: "HubClusterAdminAccepted", Message: "accepted", LastTransitionTime: now},
-		{Type: ocm.ManagedClusterConditionJoined, Status: metav1.ConditionTrue, Reason: "ManagedClusterJoined", Message: "the agent joined", LastTransitionTime: now},
-		{Type: ocm.ManagedClusterConditionAvailable, Status: available, Reason: reason, Message: msg, LastTransitionTime: now},
-	}
-	var old ocm.ManagedCluster
-	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &old)
-	if sameStatuses(old.Status.Conditions, conds) {
-		return nil
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ocm.ManagedClusterStatus{Conditions: conds})
-	if err != nil {
-		return err
-	}
-	u.Object["status"] = raw
-	if _, err := f.mcs().UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("updating the status of ManagedCluster %s: %w", name, err)
-	}
-	return nil
-}
-
-func sameStatuses(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Type != b[i].Type || a[i].Status != b[i].Status {
-			return false
-		}
-	}
-	return true
-}
-
-func joinedCondition(status metav1.ConditionStatus, msg string) fleetconfig.Condition {
-	return fleetconfig.Condition{
-		Condition:  metav1.Condition{Type: fleetconfig.SpokeConditionJoined, Status: status, Reason: "ReconcileSuccess", Message: msg},
-		WantStatus: metav1.ConditionTrue,
-	}
-}
-
-func cleanupCondition(failed bool, msg string) fleetconfig.Condition {
-	status := metav1.ConditionFalse
-	if failed {
-		status = metav1.ConditionTrue
-	}
-	return fleetconfig.Condition{
-		Condition:  metav1.Condition{Type: fleetconfig.SpokeConditionCleanupFailed, Status: status, Reason: "ReconcileSuccess", Message: msg},
-		WantStatus: metav1.ConditionFalse,
-	}
-}
-
-// setStatus sets the phase and one condition (keeping the others).
-func (f *Fleet) setStatus(ctx context.Context, s *fleetconfig.Spoke, phase string, cond fleetconfig.Condition) {
+// setStatus sets the phase and the given conditions (keeping the others).
+func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...condition) {
 	st := s.Status
 	st.Conditions = slices.Clone(st.Conditions)
-	i := slices.IndexFunc(st.Conditions, func(c fleetconfig.Condition) bool { return c.Type == cond.Type })
-	if i >= 0 && st.Phase == phase && st.Conditions[i].Status == cond.Status && st.Conditions[i].Message == cond.Message {
-		return
+	changed := st.Phase != phase
+	for _, c := range conds {
+		i := slices.IndexFunc(st.Conditions, func(o condition) bool { return o.Type == c.Type })
+		if i >= 0 && st.Conditions[i].Status == c.Status && st.Conditions[i].Message == c.Message {
+			continue
+		}
+		changed = true
+		c.LastTransitionTime = metav1.Now()
+		if i >= 0 {
+			st.Conditions[i] = c
+		} else {
+			st.Conditions = append(st.Conditions, c)
+		}
 	}
-	cond.LastTransitionTime = metav1.Now()
-	if i >= 0 {
-		st.Conditions[i] = cond
-	} else {
-		st.Conditions = append(st.Conditions, cond)
+	if !changed {
+		return
 	}
 	st.Phase = phase
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 	if err != nil {
-		f.fail(err)
+		f.fail(ctx, err)
 		return
 	}
-	u, err := f.spokes().Get(ctx, s.Name, metav1.GetOptions{})
-	if err != nil {
-		return
-	}
-	if u.GetResourceVersion() != s.ResourceVersion {
-		return // changed meanwhile: the next round sees the new one
-	}
-	u.Object["status"] = raw
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": spokeGVR.GroupVersion().String(), "kind": "Spoke",
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace, "resourceVersion": s.ResourceVersion},
+		"status":   raw,
+	}}
+	// A conflict means the Spoke changed meanwhile: the next round sees it.
 	if _, err := f.spokes().UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		f.fail(fmt.Errorf("updating the status of Spoke %s: %w", s.Name, err))
+		f.fail(ctx, fmt.Errorf("updating the status of Spoke %s: %w", s.Name, err))
 	}
 }
 
-func (f *Fleet) setFinalizers(ctx context.Context, s *fleetconfig.Spoke, finalizers []string) {
+func (f *Fleet) setFinalizers(ctx context.Context, s *spoke, finalizers []string) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": s.ResourceVersion, "finalizers": finalizers}})
 	if _, err := f.spokes().Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		f.fail(fmt.Errorf("setting the finalizers of Spoke %s: %w", s.Name, err))
+		f.fail(ctx, fmt.Errorf("setting the finalizers of Spoke %s: %w", s.Name, err))
 	}
 }
 
-func (f *Fleet) fail(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errors = append(f.errors, err)
-}
-
-// Errors are the unexpected errors the stand-in met (conflicts and objects
-// that went away meanwhile are expected and not among them).
-func (f *Fleet) Errors() []error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.errors)
+// fail records an unexpected error; errors after the run ended are not.
+func (f *Fleet) fail(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		f.hub.Env().Fail(fmt.Errorf("fleet stand-in: %w", err))
+	}
 }

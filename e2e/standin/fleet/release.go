@@ -12,8 +12,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
 // InstallRelease creates what the fleet's Helm release installs on a hub
@@ -33,17 +31,17 @@ func InstallRelease(ctx context.Context, hub *rest.Config, namespace, release st
 		return err
 	}
 	h := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Hub",
+		"apiVersion": hubGVR.GroupVersion().String(), "kind": "Hub",
 		"metadata": map[string]any{
 			"name": "hub", "namespace": namespace,
-			"labels":      map[string]any{fleetconfig.ManagedByLabel: "Helm"},
-			"annotations": map[string]any{fleetconfig.HelmReleaseNameAnnotation: release, fleetconfig.HelmReleaseNamespaceAnnotation: namespace},
+			"labels":      map[string]any{"app.kubernetes.io/managed-by": "Helm"},
+			"annotations": map[string]any{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace},
 		},
 		"spec": map[string]any{"kubeconfig": map[string]any{"inCluster": true}},
 	}}
 	// An Established CRD can take a moment more to be served.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(fleetconfig.HubResource).Namespace(namespace).Create(ctx, h, metav1.CreateOptions{})
+		_, err := dyn.Resource(hubGVR).Namespace(namespace).Create(ctx, h, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

@@ -7,38 +7,76 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestTolerates(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	added := metav1.NewTime(now.Add(-time.Minute))
-	taint := Taint{Key: "example.io/drain", Value: "yes", Effect: TaintEffectNoSelect, TimeAdded: &added}
+func TestKeptUntil(t *testing.T) {
+	added := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := metav1.NewTime(added)
+	taint := Taint{Key: "example.io/drain", Effect: TaintEffectNoSelect, TimeAdded: &at}
 	secs := func(s int64) *int64 { return &s }
+	never := time.Time{}
 	cases := []struct {
-		name string
-		tol  Toleration
-		want bool
+		name       string
+		tol        Toleration
+		taint      Taint
+		inDecision bool
+		want       time.Time // zero: kept for good
 	}{
-		{"empty key with Exists tolerates everything", Toleration{Operator: TolerationOpExists}, true},
-		{"empty key without Exists tolerates nothing", Toleration{}, false},
-		{"same key, Exists", Toleration{Key: "example.io/drain", Operator: TolerationOpExists}, true},
-		{"same key and value, default Equal", Toleration{Key: "example.io/drain", Value: "yes"}, true},
-		{"same key, other value", Toleration{Key: "example.io/drain", Value: "no"}, false},
-		{"other key", Toleration{Key: "example.io/other", Operator: TolerationOpExists}, false},
-		{"other effect", Toleration{Operator: TolerationOpExists, Effect: TaintEffectNoSelectIfNew}, false},
-		{"same effect", Toleration{Operator: TolerationOpExists, Effect: TaintEffectNoSelect}, true},
-		{"tolerationSeconds not yet run out", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(120)}, true},
-		{"tolerationSeconds run out", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(60)}, false},
+		{"no toleration: leaves at once", Toleration{Key: "example.io/other", Operator: TolerationOpExists}, taint, true, added},
+		{"empty key with Exists tolerates every taint", Toleration{Operator: TolerationOpExists}, taint, true, never},
+		{"empty key with Equal matches on the value (upstream)", Toleration{Operator: TolerationOpEqual}, taint, true, never},
+		{"empty key with Equal and another value", Toleration{Value: "x"}, taint, true, added},
+		{"same key, Exists", Toleration{Key: "example.io/drain", Operator: TolerationOpExists}, taint, true, never},
+		{"same key, default Equal, same (empty) value", Toleration{Key: "example.io/drain"}, taint, true, never},
+		{"same key, other value", Toleration{Key: "example.io/drain", Value: "no"}, taint, true, added},
+		{"unknown operator matches nothing", Toleration{Key: "example.io/drain", Operator: "Gt"}, taint, true, added},
+		{"other effect", Toleration{Operator: TolerationOpExists, Effect: TaintEffectNoSelectIfNew}, taint, true, added},
+		{"same effect", Toleration{Operator: TolerationOpExists, Effect: TaintEffectNoSelect}, taint, true, never},
+		{"tolerationSeconds 30 from timeAdded", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(30)}, taint, true, added.Add(30 * time.Second)},
+		{"tolerationSeconds 0", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(0)}, taint, true, added},
+		{"PreferNoSelect is never enforced", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectPreferNoSelect}, false, never},
+		{"NoSelectIfNew keeps a selected cluster", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, true, never},
+		{"NoSelectIfNew keeps out a new one", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, false, added},
+		{"tolerationSeconds limits NoSelectIfNew too", Toleration{Key: "k", Operator: TolerationOpExists, TolerationSeconds: secs(30)},
+			Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, false, added.Add(30 * time.Second)},
+		{"without timeAdded tolerationSeconds ran out long ago", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(30)},
+			Taint{Key: "k", Effect: TaintEffectNoSelect}, true, time.Time{}.Add(30 * time.Second)},
 	}
 	for _, c := range cases {
-		if got := Tolerates([]Toleration{c.tol}, taint, now); got != c.want {
-			t.Errorf("%s: Tolerates = %v, want %v", c.name, got, c.want)
+		until, leaves := KeptUntil([]Toleration{c.tol}, []Taint{c.taint}, c.inDecision)
+		if leaves != !c.want.IsZero() || !until.Equal(c.want) {
+			t.Errorf("%s: KeptUntil = %v, %v; want %v", c.name, until, leaves, c.want)
 		}
 	}
-	if Tolerates(nil, taint, now) {
-		t.Error("no tolerations must not tolerate a taint")
+
+	// The longest matching toleration of a taint counts; the earliest taint
+	// to run out decides.
+	other := Taint{Key: "example.io/other", Effect: TaintEffectNoSelect, TimeAdded: &at}
+	tols := []Toleration{
+		{Operator: TolerationOpExists, TolerationSeconds: secs(30)},
+		{Key: "example.io/drain", Operator: TolerationOpExists, TolerationSeconds: secs(60)},
 	}
-	unset := taint
-	unset.TimeAdded = nil
-	if !Tolerates([]Toleration{{Operator: TolerationOpExists, TolerationSeconds: secs(1)}}, unset, now) {
-		t.Error("without timeAdded tolerationSeconds cannot have run out")
+	until, leaves := KeptUntil(tols, []Taint{taint, other}, true)
+	if !leaves || !until.Equal(added.Add(30*time.Second)) {
+		t.Errorf("two taints: KeptUntil = %v, %v; want +30s", until, leaves)
+	}
+	if _, leaves := KeptUntil(nil, nil, true); leaves {
+		t.Error("a cluster without taints is kept")
+	}
+}
+
+func TestMisconfigured(t *testing.T) {
+	for _, c := range []struct {
+		tols []Toleration
+		bad  bool
+	}{
+		{nil, false},
+		{[]Toleration{{Operator: TolerationOpExists}}, false},
+		{[]Toleration{{Key: "k", Value: "v"}}, false},
+		{[]Toleration{{Operator: TolerationOpEqual}}, true},
+		{[]Toleration{{}}, true},
+		{[]Toleration{{Key: "k", Operator: TolerationOpExists, Value: "v"}}, true},
+	} {
+		if got := Misconfigured(c.tols) != ""; got != c.bad {
+			t.Errorf("Misconfigured(%+v) = %v, want %v", c.tols, got, c.bad)
+		}
 	}
 }

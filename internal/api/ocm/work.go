@@ -1,6 +1,8 @@
 package ocm
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,18 +17,16 @@ type ManifestWork struct {
 // ManagedClusterAddOnKind is the kind of the owner of an add-on's ManifestWorks.
 const ManagedClusterAddOnKind = "ManagedClusterAddOn"
 
-// IsAddOnWork tells whether the work belongs to an add-on (every owner is a
-// ManagedClusterAddOn): the hub removes those itself when a spoke leaves.
+// IsAddOnWork tells whether the work belongs to an add-on: upstream's
+// FleetConfig controller counts a work with any ManagedClusterAddOn owner as
+// an add-on's, which the hub removes itself when a spoke leaves.
 func (w *ManifestWork) IsAddOnWork() bool {
-	if len(w.OwnerReferences) == 0 {
-		return false
-	}
 	for _, o := range w.OwnerReferences {
-		if o.Kind != ManagedClusterAddOnKind {
-			return false
+		if o.Kind == ManagedClusterAddOnKind {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // IsPlacementWork tells whether a placement-driven producer made the work:
@@ -34,4 +34,25 @@ func (w *ManifestWork) IsAddOnWork() bool {
 func (w *ManifestWork) IsPlacementWork() bool {
 	_, ok := w.Labels[PlacementLabel]
 	return ok
+}
+
+// PlacementsOf finds the placements that made a work with these labels: the
+// placement it names, in the namespace of the ManifestWorkReplicaSet it
+// names ("<namespace>.<name>"; namespaces hold no dots) when it names one.
+func PlacementsOf(labels map[string]string, placements []Placement) []Placement {
+	name := labels[PlacementLabel]
+	if name == "" {
+		return nil
+	}
+	ns, _, ok := strings.Cut(labels[ManifestWorkReplicaSetLabel], ".")
+	if !ok {
+		ns = ""
+	}
+	var out []Placement
+	for _, p := range placements {
+		if p.Name == name && (ns == "" || p.Namespace == ns) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

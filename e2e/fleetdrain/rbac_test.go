@@ -1,0 +1,99 @@
+//go:build e2e
+
+package fleetdrain
+
+import (
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+)
+
+// operator binds a ClusterRole of plugins/kubectl-fleetdrain/rbac.yaml to
+// the ServiceAccount spokekit-ops/operator, and returns a kubectl runner
+// authenticated as it.
+func operator(t *testing.T, c *harness.Cluster, role string, canI ...string) (harness.Command, string) {
+	t.Helper()
+	roles, err := harness.PluginRBAC("fleetdrain")
+	assert.NilError(t, err)
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), roles+`
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: `+role+`-operator}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: `+role+`}
+subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
+`))
+	as, err := c.ServiceAccountCommand(ctx(t, time.Minute), t.TempDir(), "spokekit-ops", "operator")
+	assert.NilError(t, err)
+	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), true, canI...))
+	t.Cleanup(func() { assert.Check(t, c.ApplyYAML(ctx(t, time.Minute), roles)) })
+	return as, roles
+}
+
+func runAs(t *testing.T, as harness.Command, args ...string) harness.Result {
+	t.Helper()
+	r, err := as.Kubectl(ctx(t, 5*time.Minute), args...)
+	assert.NilError(t, err)
+	return r
+}
+
+// TestLeastPrivilegeNode drains and uncordons as a ServiceAccount bound to
+// only spokekit-fleetdrain-node; without patch on nodes the drain refuses
+// before it cordons anything.
+func TestLeastPrivilegeNode(t *testing.T) {
+	c := tenant.get(t)
+	addNodes(t, c, "least", "least-1", "least-2")
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), workload("least", "least", 2, 1)))
+	waitPods(t, c, "least", "app in (web, db)", "web and db ready", func(r map[string]int) bool { return total(r) == 3 })
+	addNodes(t, c, "least", "least-3")
+	as, roles := operator(t, c, "spokekit-fleetdrain-node", "patch", "nodes")
+
+	for _, args := range [][]string{
+		{"fleetdrain", "node", "least-1", "least-2", "--ignore-daemonsets", "--dry-run=server"},
+		{"fleetdrain", "node", "least-1", "least-2", "--ignore-daemonsets", "--max-concurrent", "2"},
+		{"fleetdrain", "uncordon", "node", "least-1", "least-2"},
+	} {
+		r := runAs(t, as, args...)
+		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
+	}
+
+	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, patch]", "patch")
+	assert.NilError(t, err)
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
+	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "nodes"))
+	r := runAs(t, as, "fleetdrain", "node", "least-3", "--ignore-daemonsets")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "may not patch nodes; nothing was changed"), r)
+	assert.Check(t, !unschedulable(t, c, "least-3"))
+}
+
+// TestLeastPrivilegeCluster drains and uncordons a spoke as a ServiceAccount
+// bound to only spokekit-fleetdrain-cluster; without patch on ManagedClusters
+// the drain refuses before it taints anything.
+func TestLeastPrivilegeCluster(t *testing.T) {
+	c := drainBed(t, "least", "{}", "least-a").hub.Cluster
+	as, roles := operator(t, c, "spokekit-fleetdrain-cluster", "patch", "managedclusters.cluster.open-cluster-management.io")
+
+	for _, args := range [][]string{
+		{"fleetdrain", "cluster", "least-a", "--dry-run=server"},
+		{"fleetdrain", "cluster", "least-a", "--timeout", "1m"},
+		{"fleetdrain", "uncordon", "cluster", "least-a"},
+	} {
+		r := runAs(t, as, args...)
+		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
+	}
+
+	fewer, err := harness.WithoutVerb(roles, "verbs: [get, patch]", "patch")
+	assert.NilError(t, err)
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
+	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "managedclusters.cluster.open-cluster-management.io"))
+	before := taints(t, c, "least-a")
+	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "may not patch managedclusters.cluster.open-cluster-management.io least-a; nothing was changed"), r)
+	assert.DeepEqual(t, taints(t, c, "least-a"), before)
+}

@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// fakeAPIServer counts the requests that reach it.
+func fakeAPIServer(t *testing.T) (*Cluster, *atomic.Int32) {
+	var reached atomic.Int32
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+	}))
+	t.Cleanup(ts.Close)
+	dir := t.TempDir()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: ts.URL, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(dir, "kubeconfig")
+	assert.NilError(t, clientcmd.WriteToFile(*cfg, path))
+	return &Cluster{Name: "c", Kubeconfig: path, Config: &rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, env: &Env{Workdir: dir}}, &reached
+}
+
+// client is an HTTP client that trusts the proxy, as its kubeconfig says.
+func client(t *testing.T, p *FaultProxy) (*http.Client, string) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
+	assert.NilError(t, err)
+	cfg.Timeout = 500 * time.Millisecond
+	c, err := rest.HTTPClientFor(cfg)
+	assert.NilError(t, err)
+	return c, cfg.Host
+}
+
+func TestFaultProxy(t *testing.T) {
+	c, reached := fakeAPIServer(t)
+	p, err := c.StartFaultProxy(context.Background())
+	assert.NilError(t, err)
+	defer p.Close()
+	hc, host := client(t, p)
+	do := func(method, path string) (int, error) {
+		req, _ := http.NewRequest(method, host+path, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	// The second write to secrets fails with 503 and never reaches the server;
+	// reads and other writes pass.
+	f := p.Inject(&Fault{Method: IsWrite, PathContains: "/secrets/", Nth: 2, Action: Unavailable})
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/api/v1/namespaces/a/secrets/x", 200},
+		{"PATCH", "/api/v1/namespaces/a/secrets/x", 200},
+		{"POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 200},
+		{"PUT", "/api/v1/namespaces/a/secrets/x", 503},
+		{"PUT", "/api/v1/namespaces/a/secrets/x", 200},
+	} {
+		code, err := do(tc.method, tc.path)
+		assert.NilError(t, err)
+		assert.Equal(t, code, tc.code, "%s %s", tc.method, tc.path)
+	}
+	assert.Equal(t, p.Fired(f), 1)
+	assert.Equal(t, reached.Load(), int32(4))
+
+	// A lost answer: the server acts, the client sees a broken connection.
+	p.Clear()
+	f = p.Inject(&Fault{Method: "DELETE", Action: LoseResponse})
+	_, err = do("DELETE", "/api/v1/namespaces/a")
+	assert.Assert(t, err != nil)
+	assert.Equal(t, reached.Load(), int32(5))
+
+	// A stall holds the request until the client gives up.
+	p.Clear()
+	f = p.Inject(&Fault{PathContains: "/nodes", Times: -1, Action: Stall})
+	_, err = do("GET", "/api/v1/nodes")
+	assert.Assert(t, err != nil)
+	assert.Equal(t, reached.Load(), int32(5))
+	_, err = do("GET", "/api/v1/nodes")
+	assert.Assert(t, err != nil, "Times -1 keeps firing")
+	assert.Equal(t, p.Fired(f), 2)
+}

@@ -1,0 +1,416 @@
+package harness
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The Open Cluster Management components run as local processes of one
+// binary, `ocm`, built by e2e/tools/build.sh from the module pinned in
+// e2e/tools/ocm (upstream's own commands; see its main.go).
+const (
+	// OCMComponents is the upstream release the components and their CRDs come from.
+	OCMComponents = "open-cluster-management.io/ocm@v1.0.0"
+	// OCMHubNamespace is where upstream runs its hub controllers.
+	OCMHubNamespace = "open-cluster-management-hub"
+	// AgentNamespace is where upstream's klusterlet agent keeps its hub credential on a spoke.
+	AgentNamespace = "open-cluster-management-agent"
+	// LeaseDurationSeconds is the lease the test bed gives every accepted
+	// cluster (upstream's default is 60): the hub marks a cluster whose agent
+	// stopped Available Unknown after 5 leases, so within seconds here.
+	LeaseDurationSeconds = 3
+)
+
+var (
+	managedClusterGVR    = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
+	managedClusterSetGVR = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta2", Resource: "managedclustersets"}
+)
+
+// OCMHub is a hub cluster running upstream's registration controller,
+// registration webhook (it sets a taint's timeAdded), placement controller
+// and work manager (with ManifestWorkReplicaSets), and the klusterlet agents
+// of the clusters that joined it.
+type OCMHub struct {
+	*Cluster
+	bin string
+
+	mu     sync.Mutex
+	agents map[string]*Process
+}
+
+// StartOCMHub starts a hub cluster whose controller manager signs the
+// agents' CSRs, installs the hub CRDs and starts the OCM hub components.
+func (e *Env) StartOCMHub(ctx context.Context, name string) (*OCMHub, error) {
+	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}}
+	if _, err := os.Stat(h.bin); err != nil {
+		return nil, fmt.Errorf("the OCM components are missing (run `make e2e-tools`): %w", err)
+	}
+	// kwokctl writes the cluster's CA here before it starts the components.
+	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
+	c, err := e.StartCluster(ctx, name, func(o *clusterOptions) {
+		o.extraConfig += fmt.Sprintf(`componentsPatches:
+- name: kube-controller-manager
+  extraArgs:
+  - key: cluster-signing-cert-file
+    value: %s
+  - key: cluster-signing-key-file
+    value: %s
+`, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Cluster = c
+	start := time.Now()
+	if err := InstallHubCRDs(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := createNamespace(ctx, c.Kube, OCMHubNamespace); err != nil {
+		return nil, err
+	}
+	if err := h.startWebhook(ctx); err != nil {
+		return nil, err
+	}
+	for _, comp := range [][]string{
+		{"registration", "controller"},
+		{"placement", "controller"},
+		{"work", "manager", "--feature-gates=ManifestWorkReplicaSet=true"},
+	} {
+		ports, err := h.reserve(1)
+		if err != nil {
+			return nil, err
+		}
+		args := append(comp, "--kubeconfig", c.Kubeconfig, "--namespace", OCMHubNamespace, "--disable-leader-election",
+			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]))
+		if _, err := e.StartProcess(name+"-"+comp[0], nil, h.bin, args...); err != nil {
+			return nil, err
+		}
+	}
+	// The registration controller makes the default cluster set once it runs.
+	err = waitFor(ctx, "the OCM registration controller", func(ctx context.Context) (bool, error) {
+		_, err := c.Dynamic.Resource(managedClusterSetGVR).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "harness: OCM hub components on %s up in %s\n", name, time.Since(start).Round(100*time.Millisecond))
+	return h, nil
+}
+
+func (h *OCMHub) reserve(n int) ([]int, error) {
+	ports, err := reservePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	h.env.mu.Lock()
+	h.ports = append(h.ports, ports...)
+	h.env.mu.Unlock()
+	return ports, nil
+}
+
+func createNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// startWebhook serves upstream's ManagedCluster webhooks on 127.0.0.1 with
+// a certificate of a CA made here, and registers them by URL.
+func (h *OCMHub) startWebhook(ctx context.Context) error {
+	dir := filepath.Join(h.env.Workdir, h.Name+"-webhook")
+	caPEM, err := writeServingCert(dir)
+	if err != nil {
+		return err
+	}
+	ports, err := h.reserve(1)
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	if _, err := h.env.StartProcess(h.Name+"-registration-webhook", []string{"KUBECONFIG=" + h.Kubeconfig}, h.bin,
+		"registration", "webhook-server", "--port", strconv.Itoa(ports[0]), "--certdir", dir); err != nil {
+		return err
+	}
+	err = waitFor(ctx, "the OCM registration webhook", func(context.Context) (bool, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only: is it serving
+		if err != nil {
+			return false, err
+		}
+		return true, conn.Close()
+	})
+	if err != nil {
+		return err
+	}
+	hook := func(kind, name, path string) string {
+		return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: %[1]s
+metadata: {name: %[2]s}
+webhooks:
+- name: %[2]s
+  failurePolicy: Fail
+  clientConfig: {url: "https://%[3]s%[4]s", caBundle: %[5]s}
+  rules:
+  - {operations: [CREATE, UPDATE], apiGroups: [cluster.open-cluster-management.io], apiVersions: ["*"], resources: [managedclusters]}
+  admissionReviewVersions: [v1beta1, v1]
+  sideEffects: None
+  timeoutSeconds: 10
+---
+`, kind, name, addr, path, base64.StdEncoding.EncodeToString(caPEM))
+	}
+	return h.ApplyYAML(ctx,
+		hook("MutatingWebhookConfiguration", "managedclustermutators.admission.cluster.open-cluster-management.io", "/mutate-cluster-open-cluster-management-io-v1-managedcluster")+
+			hook("ValidatingWebhookConfiguration", "managedclustervalidators.admission.cluster.open-cluster-management.io", "/validate-cluster-open-cluster-management-io-v1-managedcluster"))
+}
+
+// writeServingCert makes a CA and a certificate for 127.0.0.1 signed by it,
+// writes tls.crt and tls.key into dir and returns the CA certificate.
+func writeServingCert(dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spokekit-e2e-webhook-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// StartAgent does on a spoke what a klusterlet install does, with the
+// spoke's kubeconfig: the klusterlet CRDs, the agent namespace, and one
+// upstream `registration-operator agent` process (registration and work
+// agent) that bootstraps with the hub's kubeconfig. It does nothing while the
+// cluster's agent runs. Several clusters may share one spoke API server:
+// each agent keeps its hub credential in its own secret there.
+func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
+	h.mu.Lock()
+	p := h.agents[cluster]
+	h.mu.Unlock()
+	if p != nil && p.Running() {
+		return nil
+	}
+	dir := filepath.Join(h.env.Workdir, "agents", cluster)
+	if err := os.MkdirAll(filepath.Join(dir, "hub"), 0o700); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "spoke.kubeconfig")
+	if err := os.WriteFile(kubeconfig, spokeKubeconfig, 0o600); err != nil {
+		return err
+	}
+	spoke, err := clusterFromKubeconfig(cluster, kubeconfig)
+	if err != nil {
+		return err
+	}
+	crds, err := ModuleGlob(ctx, OCMComponents, "manifests/klusterlet/managed/*crd.yaml")
+	if err != nil {
+		return err
+	}
+	if err := spoke.InstallCRDs(ctx, crds...); err != nil {
+		return err
+	}
+	if err := createNamespace(ctx, spoke.Kube, AgentNamespace); err != nil {
+		return err
+	}
+	ports, err := h.reserve(1)
+	if err != nil {
+		return err
+	}
+	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, "registration-operator", "agent",
+		"--cluster-name", cluster,
+		"--kubeconfig", kubeconfig,
+		"--bootstrap-kubeconfig", h.Kubeconfig,
+		"--hub-kubeconfig-dir", filepath.Join(dir, "hub"),
+		"--hub-kubeconfig-secret", "hub-kubeconfig-"+cluster,
+		"--workload-source-config", filepath.Join(dir, "hub", "kubeconfig"),
+		"--disable-leader-election",
+		"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]),
+		"--cluster-healthcheck-period", "5s")
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.agents[cluster] = p
+	h.mu.Unlock()
+	return nil
+}
+
+// StopAgent stops the cluster's agent, as if its machine went away. It says
+// whether one was running.
+func (h *OCMHub) StopAgent(cluster string) bool {
+	h.mu.Lock()
+	p := h.agents[cluster]
+	delete(h.agents, cluster)
+	h.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.Stop()
+	return true
+}
+
+// AgentRunning tells whether the cluster's agent runs.
+func (h *OCMHub) AgentRunning(cluster string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.agents[cluster]
+	return p != nil && p.Running()
+}
+
+// Accept does what `clusteradm accept` does for a cluster whose agent asked
+// to join: approves its pending CSRs and sets hubAcceptsClient (and the test
+// bed's short lease). It says whether the ManagedCluster is accepted.
+func (h *OCMHub) Accept(ctx context.Context, cluster string) (bool, error) {
+	csrs, err := h.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: "open-cluster-management.io/cluster-name=" + cluster})
+	if err != nil {
+		return false, fmt.Errorf("listing the CSRs of %s: %w", cluster, err)
+	}
+	for i := range csrs.Items {
+		csr := &csrs.Items[i]
+		if len(csr.Status.Conditions) > 0 {
+			continue
+		}
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Accepted", Message: "accepted by the test bed (clusteradm accept)",
+		})
+		_, err := h.Kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("approving CSR %s: %w", csr.Name, err)
+		}
+	}
+	mc, err := h.Dynamic.Resource(managedClusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading ManagedCluster %s: %w", cluster, err)
+	}
+	accepted, _, _ := unstructured.NestedBool(mc.Object, "spec", "hubAcceptsClient")
+	lease, _, _ := unstructured.NestedInt64(mc.Object, "spec", "leaseDurationSeconds")
+	if accepted && lease == LeaseDurationSeconds {
+		return true, nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"hubAcceptsClient":true,"leaseDurationSeconds":%d}}`, mc.GetResourceVersion(), LeaseDurationSeconds)
+	_, err = h.Dynamic.Resource(managedClusterGVR).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsConflict(err) {
+		return false, fmt.Errorf("accepting ManagedCluster %s: %w", cluster, err)
+	}
+	return false, nil
+}
+
+// Join joins spoke to the hub as cluster: starts its agent, accepts it and
+// waits until the hub says it joined and is available, and has no taint.
+func (h *OCMHub) Join(ctx context.Context, cluster string, spoke *Cluster) error {
+	data, err := os.ReadFile(spoke.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := h.StartAgent(ctx, cluster, data); err != nil {
+		return err
+	}
+	return waitFor(ctx, "ManagedCluster "+cluster+" to join", func(ctx context.Context) (bool, error) {
+		if ok, err := h.Accept(ctx, cluster); !ok || err != nil {
+			return false, err
+		}
+		mc, err := h.Dynamic.Resource(managedClusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		// The hub lifts its unreachable taint just after Available turns True.
+		taints, _, _ := unstructured.NestedSlice(mc.Object, "spec", "taints")
+		return conditionTrue(mc, "ManagedClusterJoined") && conditionTrue(mc, "ManagedClusterConditionAvailable") && len(taints) == 0, nil
+	})
+}
+
+func conditionTrue(u *unstructured.Unstructured, t string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == t {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// clusterFromKubeconfig is a client-only Cluster for a kubeconfig file (a
+// spoke the harness did not start).
+func clusterFromKubeconfig(name, path string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig of %s: %w", name, err)
+	}
+	c := &Cluster{Name: name, Kubeconfig: path, Config: cfg}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

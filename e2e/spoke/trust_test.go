@@ -1,0 +1,132 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
+)
+
+// spokeMarked runs `kubectl spoke ARGS` with the exec marker set, and says
+// whether the command ran an exec plugin.
+func spokeMarked(t *testing.T, args ...string) (harness.Result, bool) {
+	t.Helper()
+	home := t.TempDir()
+	marker := filepath.Join(home, "exec-plugin-ran")
+	r, err := hub.For(home).WithExecMarker(marker).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
+	assert.NilError(t, err)
+	_, statErr := os.Stat(marker)
+	return r, statErr == nil
+}
+
+func waitAvailable(t *testing.T, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		mc := managedCluster(t, name)
+		if mc == nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == ocm.ManagedClusterConditionAvailable {
+				return m["status"] == "True", nil
+			}
+		}
+		return false, nil
+	})
+	assert.NilError(t, err, "ManagedCluster %s Available", name)
+}
+
+// A kubeconfig in a Secret of the hub is written by whoever may write that
+// Secret: no command may run its exec plugin on the operator's machine.
+func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
+	addAndJoin(t, "untrusted", spoke2)
+	execConfig, err := spoke2.ExecKubeconfig(t.TempDir())
+	assert.NilError(t, err)
+	secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
+	good, err := secrets.Get(ctx(t), "untrusted-kubeconfig", metav1.GetOptions{})
+	assert.NilError(t, err)
+	bad := good.DeepCopy()
+	bad.Data["kubeconfig"] = execConfig
+	_, err = secrets.Update(ctx(t), bad, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	_, err = secrets.Create(ctx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orphan-kubeconfig", Namespace: releaseNamespace},
+		Data: map[string][]byte{"kubeconfig": execConfig}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		_ = secrets.Delete(context.Background(), "orphan-kubeconfig", metav1.DeleteOptions{})
+	})
+	// The klusterlet agent's lease keeps the ManagedCluster Available (it
+	// does not use this secret), and the stand-in, in the test process,
+	// reaches the spoke through the exec plugin (without the marker): the
+	// spoke stays available and force-remove has to ask the cluster.
+	waitAvailable(t, "untrusted")
+	spokeVersion := spokeObject(t, "untrusted").GetResourceVersion()
+
+	cases := []struct {
+		name   string
+		args   []string
+		secret string
+	}{
+		// First, while the ManagedCluster is Available for sure.
+		{"force-remove", []string{"force-remove", "untrusted", "--yes"}, "untrusted-kubeconfig"},
+		{"status", []string{"status", "untrusted"}, "untrusted-kubeconfig"},
+		{"add, run again", []string{"add", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"}, "untrusted-kubeconfig"},
+		{"add, the secret exists", []string{"add", "orphan", "--spoke-kubeconfig", spoke2.Kubeconfig}, "orphan-kubeconfig"},
+		{"rotate-kubeconfig", []string{"rotate-kubeconfig", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig}, "untrusted-kubeconfig"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ran := spokeMarked(t, tc.args...)
+			assert.Check(t, !ran, "the exec plugin ran on the operator's machine: %s", r)
+			assert.Equal(t, r.ExitCode, 3, r)
+			assert.Check(t, is.Contains(r.Stderr, "refusing the kubeconfig in secret "+releaseNamespace+"/"+tc.secret), r)
+			assert.Check(t, is.Contains(r.Stderr, `runs the exec plugin "sh"`), r)
+		})
+	}
+	assert.Equal(t, spokeObject(t, "untrusted").GetResourceVersion(), spokeVersion, "the Spoke is untouched")
+	now, err := secrets.Get(ctx(t), "untrusted-kubeconfig", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, string(now.Data["kubeconfig"]), string(execConfig), "the secret is untouched")
+}
+
+// At -v=10 client-go logs request and response bodies; the Secrets these
+// commands read and write on their own never show, in any encoding.
+func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
+	addAndJoin(t, "verbose", spoke2)
+	rotated := signedCert(t, spoke2, "verbose-rotated", time.Now().Add(2*365*24*time.Hour))
+	creds := map[string][]byte{
+		"stored client key":  currentUser(kubeconfigOf(t, spoke2)).ClientKeyData,
+		"rotated client key": currentUser(rotated).ClientKeyData,
+	}
+	rotatedFile := writeKubeconfig(t, rotated)
+	assert.Check(t, is.Len(leaktest.Find(readFile(t, rotatedFile), creds), 1), "the search finds a key in a kubeconfig, so it can fail")
+	for _, args := range [][]string{
+		{"status", "verbose"},
+		{"add", "verbose", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"},
+		{"add", "verbose-secret-only", "--spoke-kubeconfig", spoke2.Kubeconfig},
+		{"rotate-kubeconfig", "verbose", "--spoke-kubeconfig", rotatedFile},
+		{"force-remove", "verbose", "--yes"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			r := spoke(t, append(args, "-v=10")...)
+			assert.Check(t, r.ExitCode == 0 || r.ExitCode == 3, r)
+			assert.Check(t, is.Regexp(`/secrets/verbose[a-z-]*-kubeconfig`, r.Stderr), "the Secret request is logged, without its body")
+			assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "credentials in the output of %v", args)
+		})
+	}
+}

@@ -1,0 +1,93 @@
+// Package clitest runs plugin commands in unit tests against a stand-in API
+// server that records every request, to prove that a command refused its
+// input before it sent anything.
+package clitest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// APIServer remembers every request and answers it as told by Respond,
+// or with 500.
+type APIServer struct {
+	// Kubeconfig is a kubeconfig file whose current context is this server.
+	Kubeconfig string
+
+	mu        sync.Mutex
+	requests  []string
+	responses map[string]response
+}
+
+type response struct {
+	code int
+	body string
+}
+
+// Respond makes the server answer "METHOD /path" with code and a JSON body.
+func (s *APIServer) Respond(request string, code int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responses[request] = response{code, body}
+}
+
+// NewAPIServer starts the server for the test's lifetime.
+func NewAPIServer(t *testing.T) *APIServer {
+	t.Helper()
+	s := &APIServer{responses: map[string]response{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, r.Method+" "+r.URL.String())
+		resp, ok := s.responses[r.Method+" "+r.URL.Path]
+		s.mu.Unlock()
+		if !ok {
+			http.Error(w, "the test's API server answers nothing", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.code)
+		_, _ = w.Write([]byte(resp.body))
+	}))
+	t.Cleanup(srv.Close)
+	s.Kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	kc := "apiVersion: v1\nkind: Config\ncurrent-context: test\n" +
+		"clusters:\n- name: test\n  cluster:\n    server: " + srv.URL + "\n" +
+		"users:\n- name: test\n  user:\n    token: test\n" +
+		"contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n"
+	assert.NilError(t, os.WriteFile(s.Kubeconfig, []byte(kc), 0o600))
+	return s
+}
+
+// Requests are the requests received so far ("GET /api/v1/...").
+func (s *APIServer) Requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
+// AssertExitBeforeAnyRequest runs each command line against a fresh
+// APIServer and checks that it exits with code, want in its error, and sends no
+// request at all: nothing was read, nothing changed.
+func AssertExitBeforeAnyRequest(t *testing.T, newRoot func(genericiooptions.IOStreams) *cobra.Command, code int, want string, cmdLines ...[]string) {
+	t.Helper()
+	for _, args := range cmdLines {
+		srv := NewAPIServer(t)
+		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+		got := cli.Execute(newRoot(streams), append(args, "--kubeconfig", srv.Kubeconfig), streams)
+		assert.Check(t, is.Equal(got, code), "%q: stderr %s", args, errOut)
+		assert.Check(t, is.Contains(errOut.String(), want), "%q", args)
+		assert.Check(t, is.Equal(out.String(), ""), "%q", args)
+		assert.Check(t, is.Len(srv.Requests(), 0), "%q sent requests", args)
+	}
+}

@@ -1,0 +1,146 @@
+package fleetdrain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// CordonedByAnnotation marks a cordon fleetdrain made. It is written in the
+// same guarded patch as the cordon and removed with it, so that a run after
+// an interrupted one knows the cordon as its own and still gives the node
+// back, and a node someone else cordoned is never uncordoned.
+const CordonedByAnnotation = "fleetdrain.spokekit.io/cordoned-by"
+
+// cordonedByValue is the value of CordonedByAnnotation: who made the cordon.
+const cordonedByValue = "kubectl-fleetdrain"
+
+// CordonedByUs tells whether the node's cordon is fleetdrain's.
+func CordonedByUs(n *corev1.Node) bool {
+	_, ok := n.Annotations[CordonedByAnnotation]
+	return ok
+}
+
+// cordonOps are the operations that cordon n and mark the cordon as
+// fleetdrain's; none when n is already cordoned (by anyone).
+func cordonOps(n *corev1.Node) []jsonPatchOp {
+	if n.Spec.Unschedulable {
+		return nil
+	}
+	ops := []jsonPatchOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}
+	if n.Annotations == nil {
+		return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: cordonedByValue}})
+	}
+	return append(ops, jsonPatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: cordonedByValue})
+}
+
+// giveBackOps are the operations that uncordon n and remove fleetdrain's
+// mark; none when the cordon is not fleetdrain's (someone else's, or none).
+func giveBackOps(n *corev1.Node) []jsonPatchOp {
+	if !CordonedByUs(n) {
+		return nil
+	}
+	ops := []jsonPatchOp{{Op: "remove", Path: annotationPath(CordonedByAnnotation)}}
+	if n.Spec.Unschedulable {
+		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/spec/unschedulable", Value: false})
+	}
+	return ops
+}
+
+// jsonPointerEscaper escapes one JSON pointer token (RFC 6901).
+var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func annotationPath(key string) string {
+	return "/metadata/annotations/" + jsonPointerEscaper.Replace(key)
+}
+
+// Cordon makes the node unschedulable and marks the cordon as fleetdrain's,
+// in one patch guarded by the node's resourceVersion. A node already
+// cordoned is left as it is (changed false).
+func Cordon(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun) (changed bool, err error) {
+	err = patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []jsonPatchOp {
+		ops := cordonOps(n)
+		changed = len(ops) > 0
+		return ops
+	})
+	if err != nil {
+		return false, fmt.Errorf("cordoning node %s: %w", name, err)
+	}
+	return changed, nil
+}
+
+// GiveBackResult is what GiveBack found and did.
+type GiveBackResult string
+
+// Give-back results.
+const (
+	GaveBack GiveBackResult = "uncordoned"
+	// NotCordoned: the node was schedulable; nothing to give back.
+	NotCordoned GiveBackResult = "already schedulable"
+	// CordonedByOther: someone else cordoned the node; it stays cordoned.
+	CordonedByOther GiveBackResult = "cordoned by someone else"
+)
+
+// GiveBack uncordons the node if, and only if, fleetdrain cordoned it.
+func GiveBack(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun) (GiveBackResult, error) {
+	result := NotCordoned
+	err := patchNode(ctx, client, name, dryRun, func(n *corev1.Node) []jsonPatchOp {
+		result = giveBackResult(n)
+		return giveBackOps(n)
+	})
+	if err != nil {
+		return result, fmt.Errorf("uncordoning node %s: %w", name, err)
+	}
+	return result, nil
+}
+
+func giveBackResult(n *corev1.Node) GiveBackResult {
+	switch {
+	case CordonedByUs(n) && n.Spec.Unschedulable:
+		return GaveBack
+	case n.Spec.Unschedulable:
+		return CordonedByOther
+	}
+	return NotCordoned
+}
+
+// patchNode sends the ops change returns for the node as read now, guarded
+// by its resourceVersion, reading again and retrying on conflict.
+func patchNode(ctx context.Context, client kubernetes.Interface, name string, dryRun cli.DryRun, change func(*corev1.Node) []jsonPatchOp) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		data, err := guardedPatch(n.ResourceVersion, change(n))
+		if err != nil || data == nil {
+			return err
+		}
+		_, err = client.CoreV1().Nodes().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun)})
+		return err
+	})
+}
+
+// guardedPatch encodes ops behind a replace of the resourceVersion that was
+// read: the API server refuses the patch with a conflict when the object
+// changed since. No ops, no patch (nil).
+func guardedPatch(resourceVersion string, ops []jsonPatchOp) ([]byte, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	ops = append([]jsonPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion}}, ops...)
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the patch: %w", err)
+	}
+	return data, nil
+}

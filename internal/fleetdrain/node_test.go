@@ -1,0 +1,228 @@
+package fleetdrain
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+func node(name string, unschedulable bool, annotations map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Annotations: annotations}, Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
+}
+
+func workers(n int) []k8sruntime.Object {
+	var out []k8sruntime.Object
+	for i := range n {
+		out = append(out, node(fmt.Sprintf("worker-%02d", i), false, nil))
+	}
+	return out
+}
+
+// fakeCluster is a clientset holding objs that serves evictions, and whose
+// pod watches are counted while they are open.
+func fakeCluster(t *testing.T, objs ...k8sruntime.Object) (*fake.Clientset, *atomic.Int32) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: drain.EvictionSubresource, Kind: drain.EvictionKind, Group: "policy", Version: "v1"},
+	}}}
+	// The API server allows every access the preflight asks about.
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		r.Status.Allowed = true
+		return true, r, nil
+	})
+	var open atomic.Int32
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		open.Add(1)
+		return true, &countedWatch{Interface: watch.NewRaceFreeFake(), open: &open}, nil
+	})
+	return client, &open
+}
+
+// countedWatch counts itself out of the open watches when stopped.
+type countedWatch struct {
+	watch.Interface
+	open *atomic.Int32
+	once sync.Once
+}
+
+func (w *countedWatch) Stop() {
+	w.once.Do(func() { w.open.Add(-1) })
+	w.Interface.Stop()
+}
+
+func nodeOptions(client *fake.Clientset, names ...string) (*NodeOptions, *bytes.Buffer, *bytes.Buffer) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewNodeOptions(streams)
+	o.Nodes, o.client = names, client
+	return o, out, errOut
+}
+
+func nodeNames(objs []k8sruntime.Object) []string {
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.(*corev1.Node).Name)
+	}
+	return names
+}
+
+func getNode(t *testing.T, client *fake.Clientset, name string) *corev1.Node {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	return n
+}
+
+// A node's pod watch ends with its drain, even with --timeout=0 (no
+// deadline of its own): before, 12 nodes left 12 watches and their
+// goroutines open until the end of the run.
+func TestNodeWatchEndsWithItsDrain(t *testing.T) {
+	objs := workers(12)
+	client, open := fakeCluster(t, objs...)
+	d := &NodeDrainer{Helper: &drain.Helper{Ctx: context.Background(), Client: client, IgnoreAllDaemonSets: true}}
+	drainNode := func(o k8sruntime.Object) {
+		_, err := d.Drain(context.Background(), o.(*corev1.Node))
+		assert.NilError(t, err)
+	}
+	// The first drain starts what client-go starts once per process.
+	drainNode(objs[0])
+	before := runtime.NumGoroutine()
+	for _, o := range objs[1:] {
+		drainNode(o)
+	}
+	assert.Equal(t, open.Load(), int32(0), "pod watches left open")
+	assert.Check(t, runtime.NumGoroutine() <= before, "goroutines: %d before the drains, %d after", before, runtime.NumGoroutine())
+}
+
+// The lines of concurrent drains and the live line share stderr; run with
+// -race. The final line counts only drained nodes.
+func TestConcurrentDrainsWriteStderrInTurn(t *testing.T) {
+	objs := workers(12)
+	client, _ := fakeCluster(t, objs...)
+	o, out, errOut := nodeOptions(client, nodeNames(objs)...)
+	o.MaxConcurrent = 4
+	assert.NilError(t, o.Run(context.Background()))
+	assert.Equal(t, len(regexp.MustCompile(`(?m)^node/worker-\d+ drained$`).FindAllString(errOut.String(), -1)), 12, errOut.String())
+	assert.Check(t, is.Contains(errOut.String(), "12/12 nodes drained\n"))
+	assert.Check(t, is.Contains(out.String(), "Drained"))
+	for _, name := range nodeNames(objs) {
+		n := getNode(t, client, name)
+		assert.Check(t, n.Spec.Unschedulable && CordonedByUs(n), "%s is cordoned and marked", name)
+	}
+}
+
+func TestProgressCountsAFailedNodeAsNotDrained(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewDrainProgress(cli.NewProgress(&buf), 3)
+	p.start("a", 1)
+	p.start("b", 1)
+	p.Finished("a", false)
+	p.Finished("b", true)
+	p.Done()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	assert.Check(t, strings.HasSuffix(lines[len(lines)-1], " 1/3 nodes drained, 1 not drained"), buf.String())
+	assert.Check(t, strings.HasSuffix(lines[2], " 0/3 nodes drained, 1 not drained | b 0/1 evicted"), buf.String())
+}
+
+func TestGiveBackOnlyFleetdrainsCordon(t *testing.T) {
+	ctx := context.Background()
+	client, _ := fakeCluster(t, node("ours", false, nil), node("theirs", true, nil), node("free", false, map[string]string{"team": "a"}))
+
+	changed, err := Cordon(ctx, client, "ours", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Check(t, changed)
+	n := getNode(t, client, "ours")
+	assert.Check(t, n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "kubectl-fleetdrain", "%v", n)
+
+	changed, err = Cordon(ctx, client, "theirs", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Check(t, !changed, "a cordoned node is left as it is")
+	assert.Check(t, !CordonedByUs(getNode(t, client, "theirs")))
+
+	result, err := GiveBack(ctx, client, "theirs", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Equal(t, result, CordonedByOther)
+	assert.Check(t, getNode(t, client, "theirs").Spec.Unschedulable, "someone else's cordon stays")
+
+	result, err = GiveBack(ctx, client, "ours", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Equal(t, result, GaveBack)
+	n = getNode(t, client, "ours")
+	assert.Check(t, !n.Spec.Unschedulable && !CordonedByUs(n), "%v", n)
+
+	result, err = GiveBack(ctx, client, "free", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Equal(t, result, NotCordoned)
+	assert.DeepEqual(t, getNode(t, client, "free").Annotations, map[string]string{"team": "a"})
+}
+
+// The cordon and its mark go in one patch behind the resourceVersion read.
+func TestCordonPatchIsGuarded(t *testing.T) {
+	data, err := guardedPatch("42", cordonOps(node("n", false, nil)))
+	assert.NilError(t, err)
+	assert.Equal(t, string(data), `[{"op":"replace","path":"/metadata/resourceVersion","value":"42"},`+
+		`{"op":"add","path":"/spec/unschedulable","value":true},`+
+		`{"op":"add","path":"/metadata/annotations","value":{"fleetdrain.spokekit.io/cordoned-by":"kubectl-fleetdrain"}}]`)
+}
+
+// Ctrl-C in the middle of a drain: the run stops, prints its summary, gives
+// back every node fleetdrain cordoned (this run's, and the cordon an earlier
+// interrupted run left) and never one someone else cordoned; exit 130.
+func TestInterruptedDrainGivesBackItsCordons(t *testing.T) {
+	stuck := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "db-0", Labels: map[string]string{"app": "db"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: ptr(true)}}}, Spec: corev1.PodSpec{NodeName: "a"}}
+	client, open := fakeCluster(t,
+		node("a", false, nil),
+		node("b", true, map[string]string{CordonedByAnnotation: "kubectl-fleetdrain"}), // an interrupted run's cordon
+		node("c", true, nil), // someone else's
+		&stuck, budget("db", "quorum", 0, map[string]string{"app": "db"}))
+	o, out, _ := nodeOptions(client, "a", "b", "c")
+	o.UncordonOnFailure = true
+	ctx, cancel := context.WithCancelCause(context.Background())
+	// Ctrl-C once the drain of a waits on the budget.
+	o.ErrOut = writerFunc(func(p []byte) {
+		if bytes.Contains(p, []byte("waiting on budget db/quorum")) {
+			cancel(fmt.Errorf("%w by SIGINT", cli.ErrInterrupted))
+		}
+	})
+
+	err := o.Run(ctx)
+	assert.Equal(t, cli.ExitCode(err), cli.ExitInterrupted, "%v", err)
+	assert.ErrorContains(t, err, "0 of 3 node(s) drained; not drained: a, b, c; still cordoned: c;")
+	assert.ErrorContains(t, err, "kubectl fleetdrain uncordon node c`")
+	assert.Check(t, is.Contains(out.String(), "Interrupted"), out.String())
+	assert.Check(t, is.Contains(out.String(), "(node uncordoned)"), out.String())
+	for _, name := range []string{"a", "b"} {
+		n := getNode(t, client, name)
+		assert.Check(t, !n.Spec.Unschedulable && !CordonedByUs(n), "%s given back", name)
+	}
+	assert.Check(t, getNode(t, client, "c").Spec.Unschedulable, "someone else's cordon stays")
+	assert.Equal(t, open.Load(), int32(0), "pod watches left open")
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+func ptr[T any](v T) *T { return &v }

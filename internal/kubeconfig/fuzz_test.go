@@ -1,0 +1,63 @@
+package kubeconfig
+
+import (
+	"testing"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// FuzzFromSecret feeds the loader of kubeconfigs from a cluster any bytes.
+// Whatever it accepts must give a client that runs nothing and reads no
+// file; whatever names a program or a file anywhere must be refused (exit
+// 3). The check below lists the fields itself, apart from the loader's list.
+func FuzzFromSecret(f *testing.F) {
+	for _, seed := range []string{
+		fromCluster("", "", ""),
+		fromCluster("    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never}\n", "", ""),
+		fromCluster("    auth-provider: {name: oidc}\n", "", ""),
+		fromCluster("    tokenFile: /var/run/token\n", "", ""),
+		fromCluster("    client-certificate: a.crt\n    client-key: a.key\n", "", ""),
+		fromCluster("", "    certificate-authority: /etc/ca.crt\n", ""),
+		fromCluster("", "    proxy-url: http://u:p@proxy:3128\n", ""),
+		`{"apiVersion":"v1","kind":"Config","current-context":"a","contexts":[{"name":"a","context":{"cluster":"a","user":"a"}}],"clusters":[{"name":"a","cluster":{"server":"https://h"}}],"users":[{"name":"a","user":{"exec":{"command":"x"}}}]}`,
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := secretWith("")
+		s.Data["kubeconfig"] = data
+		k, err := FromSecret(s, "kubeconfig")
+		if raw, perr := decode(data, "fuzz input"); perr == nil && runsOrReads(raw) {
+			if cli.ExitCode(err) != cli.ExitRefused {
+				t.Fatalf("a kubeconfig that runs a program or reads a file was not refused: %v", err)
+			}
+		}
+		if err != nil {
+			return
+		}
+		cfg, err := k.RESTConfig()
+		if err != nil {
+			return
+		}
+		if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != "" || cfg.BearerTokenFile != "" {
+			t.Fatalf("a client from a cluster's kubeconfig would run a program or read a file: %+v", cfg)
+		}
+	})
+}
+
+func runsOrReads(c *clientcmdapi.Config) bool {
+	for _, u := range c.AuthInfos {
+		if u != nil && (u.Exec != nil || u.AuthProvider != nil || u.TokenFile != "" || u.ClientCertificate != "" || u.ClientKey != "") {
+			return true
+		}
+	}
+	for _, cl := range c.Clusters {
+		if cl != nil && cl.CertificateAuthority != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+package park
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+const testVersion = "v1beta2"
+
+var clusterGVR = capi.GVR(testVersion, capi.ClusterResource)
+
+// fakePlatform holds cluster c. Its patches of the Cluster go through
+// serve, which sees the stored object and the patch the way the API
+// server's JSON patch handler does.
+func fakePlatform(t *testing.T, c *capi.Cluster, serve func(stored *unstructured.Unstructured, patch []byte) error) (*Platform, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	assert.NilError(t, err)
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(capi.Group + "/" + testVersion)
+	u.SetKind("Cluster")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{clusterGVR: "ClusterList"}, u)
+	dyn.PrependReactor("patch", capi.ClusterResource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		stored, err := dyn.Tracker().Get(clusterGVR, p.GetNamespace(), p.GetName())
+		assert.NilError(t, err)
+		return serve != nil, nil, serve(stored.(*unstructured.Unstructured), p.GetPatch())
+	})
+	return &Platform{Dynamic: dyn, Kube: fake.NewClientset(), Version: testVersion, Namespace: c.Namespace}, dyn
+}
+
+// applyJSONPatch is the API server's JSON patch: a failed test is a 422.
+func applyJSONPatch(t *testing.T, dyn *dynamicfake.FakeDynamicClient, stored *unstructured.Unstructured, patch []byte) error {
+	doc, err := stored.MarshalJSON()
+	assert.NilError(t, err)
+	p, err := jsonpatch.DecodePatch(patch)
+	assert.NilError(t, err)
+	out, err := p.Apply(doc)
+	if err != nil {
+		return invalid(err.Error())
+	}
+	var next unstructured.Unstructured
+	assert.NilError(t, next.UnmarshalJSON(out))
+	next.SetResourceVersion(nextVersion(stored.GetResourceVersion()))
+	return dyn.Tracker().Update(clusterGVR, &next, next.GetNamespace())
+}
+
+// invalid is a 422 as the API server sends it for a failed test operation
+// or a webhook's denial, with msg as its message.
+func invalid(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: msg}}
+}
+
+func readCluster(t *testing.T, p *Platform) *capi.Cluster {
+	t.Helper()
+	c, err := p.Cluster(context.Background(), "app")
+	assert.NilError(t, err)
+	return c
+}
+
+// Between park's read and its patch, someone gives a pool with no replicas
+// 5 of them and annotates the Cluster. Before, the patch's unguarded adds
+// overwrote both and the record said "unset"; now the patch fails, park
+// reads again and plans from what is there.
+func TestParkRaceWithAConcurrentEdit(t *testing.T) {
+	cluster := func() *capi.Cluster {
+		c := threePools()
+		c.Annotations = nil
+		c.Spec.Topology.Workers.MachineDeployments[1].Replicas = nil
+		return c
+	}
+	var p *Platform
+	var dyn *dynamicfake.FakeDynamicClient
+	raced := false
+	p, dyn = fakePlatform(t, cluster(), func(stored *unstructured.Unstructured, patch []byte) error {
+		if !raced {
+			raced = true
+			edited := cluster()
+			edited.Spec.Topology.Workers.MachineDeployments[1].Replicas = int32Ptr(5)
+			edited.Annotations = map[string]string{"team": "b"}
+			edited.ResourceVersion = nextVersion(stored.GetResourceVersion())
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(edited)
+			assert.NilError(t, err)
+			stored = &unstructured.Unstructured{Object: obj}
+			stored.SetAPIVersion(capi.Group + "/" + testVersion)
+			stored.SetKind("Cluster")
+			assert.NilError(t, dyn.Tracker().Update(clusterGVR, stored, stored.GetNamespace()))
+		}
+		return applyJSONPatch(t, dyn, stored, patch)
+	})
+	plan, err := applyPlan(context.Background(), p, "app", cli.DryRunNone, nil, func(c *capi.Cluster) (*ParkPlan, error) {
+		return PlanPark(c, parkedAt, "alice")
+	})
+	assert.NilError(t, err)
+	md1, ok := plan.Record.Find(MachineDeployments, "md-1")
+	assert.Assert(t, ok)
+	assert.Assert(t, md1.Replicas != nil, "the record must say 5, not unset")
+	assert.Equal(t, *md1.Replicas, int32(5))
+
+	parked := readCluster(t, p)
+	assert.Equal(t, parked.Annotations["team"], "b", "the concurrent annotation is kept")
+	assert.Equal(t, *parked.Spec.Topology.Workers.MachineDeployments[1].Replicas, int32(0))
+	record, err := ParseRecord(parked.Annotations[RecordAnnotation])
+	assert.NilError(t, err)
+	md1, _ = record.Find(MachineDeployments, "md-1")
+	assert.Equal(t, *md1.Replicas, int32(5))
+}
+
+// A webhook's refusal of the patch reaches the user; before, it was lost
+// as "%!w(<nil>)".
+func TestParkPatchRefusalIsReported(t *testing.T) {
+	const denied = `admission webhook "validation.cluster.cluster.x-k8s.io" denied the request: spec.topology.workers: replicas must not be 0`
+	p, _ := fakePlatform(t, threePools(), func(*unstructured.Unstructured, []byte) error {
+		return invalid(denied)
+	})
+	_, err := applyPlan(context.Background(), p, "app", cli.DryRunNone, nil, func(c *capi.Cluster) (*ParkPlan, error) {
+		return PlanPark(c, parkedAt, "alice")
+	})
+	assert.ErrorContains(t, err, denied)
+	assert.ErrorContains(t, err, "nothing was changed")
+	assert.Check(t, !strings.Contains(err.Error(), "%!"), err.Error())
+	assert.Equal(t, cli.ExitCode(err), cli.ExitFailed)
+}
+
+// Only `park status` has --cluster-kubeconfig; the other commands must not
+// tell the user to pass it.
+func TestClusterClientErrorsNameNoFlag(t *testing.T) {
+	p, _ := fakePlatform(t, threePools(), nil)
+	_, _, err := p.ClusterClient(context.Background(), "app", "")
+	assert.ErrorContains(t, err, "cannot read secret dynamo-prod/app-kubeconfig")
+	assert.Check(t, !strings.Contains(err.Error(), "--cluster-kubeconfig"), err.Error())
+
+	status := &StatusOptions{Name: "app", platform: p}
+	view, err := status.clusterView(context.Background())
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(view.Error, "pass --cluster-kubeconfig FILE"))
+}

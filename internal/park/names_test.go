@@ -1,0 +1,22 @@
+package park
+
+import (
+	"testing"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
+)
+
+func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "RFC 1123 subdomain",
+		[]string{"cluster", "../x"},
+		[]string{"resume", "a/b"},
+		[]string{"status", "UPPER"},
+	)
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "RFC 1123 label",
+		[]string{"list", "-n", "Bad NS"},
+		[]string{"cluster", "app", "-n", "Bad NS", "--dry-run=client"},
+		[]string{"resume", "app", "-n", "../x"},
+		[]string{"status", "app", "-n", "a.b"},
+	)
+}
