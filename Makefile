@@ -11,10 +11,11 @@ E2E_WORKDIR  ?= /tmp/spokekit-e2e
 DEMO_WORKDIR ?= $(CACHE)/demo
 BENCH_PKGS   ?= ./e2e/spoke/ ./e2e/fleetdrain/
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
-DIST         ?= $(OUT)/dist
-PLATFORMS    ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+# make dist: GoReleaser with this config writes into $(OUT)/dist; PLATFORMS (e.g. linux/amd64)
+# builds fewer than the config's six platforms.
+GORELEASER_CONFIG := internal/release/goreleaser.yaml
+PLATFORMS    ?=
 KREW_MANIFESTS ?= $(CURDIR)/krew-manifests
-RELEASE_URL  ?= https://github.com/spokekit/spokekit/releases/download/$(VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -23,6 +24,21 @@ LDFLAGS := -s -w -X github.com/spokekit/spokekit/internal/cli.version=$(VERSION)
            -X github.com/spokekit/spokekit/internal/cli.commit=$(COMMIT) \
            -X github.com/spokekit/spokekit/internal/cli.date=$(DATE)
 GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
+
+# `make dist VERSION=v0.2.0` releases that version, tagged or not (so GoReleaser's
+# check that the tag is checked out is skipped) and updates krew-manifests/;
+# without VERSION it builds a snapshot of the checkout and leaves them alone.
+ifneq ($(origin VERSION),file)
+DIST_ENV   := GORELEASER_CURRENT_TAG=$(VERSION)
+DIST_FLAGS := --skip=validate
+else
+DIST_FLAGS := --snapshot
+endif
+# GoReleaser asks git for the remote's URL and gives up without one (a fresh
+# `git init`, a worktree): name the project's, for its run only.
+DIST_GIT := GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/spokekit/spokekit
+comma := ,
+DIST_TARGETS := $(subst $() ,$(comma) ,$(strip $(subst /,_,$(PLATFORMS))))
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
@@ -42,16 +58,11 @@ install: build ## Put the plugins and completion scripts on PATH (INSTALL_DIR, d
 	@for p in $(PLUGINS); do install -m 0755 $(BIN)/kubectl-$$p $(BIN)/kubectl_complete-$$p $(INSTALL_DIR)/; done
 	@echo "installed $(addprefix kubectl-,$(PLUGINS)) and their completion scripts into $(INSTALL_DIR)"
 
-dist: ## Release archives, their sha256 and the krew manifests: VERSION=vX.Y.Z [PLATFORMS=linux/amd64]
-	@# Fail before the long cross-compile; krew refuses other versions.
-	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make dist needs VERSION=vX.Y.Z, got $(VERSION)"; exit 2; }
-	rm -rf $(DIST) && mkdir -p $(DIST)
-	@set -e; for p in $(PLATFORMS); do \
-	  echo "dist: building $$p"; \
-	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(DIST)/bin/$${p/\//_}/ $(addprefix ./plugins/kubectl-,$(PLUGINS)); \
-	done
-	go run ./internal/release/cmd/pack -version $(VERSION) -plugins "$(PLUGINS)" -platforms "$(PLATFORMS)" \
-	  -bin $(DIST)/bin -url $(RELEASE_URL) -out $(DIST) -manifests $(KREW_MANIFESTS)
+dist: ## Release archives, checksums and krew manifests with GoReleaser: a snapshot, or VERSION=vX.Y.Z
+	e2e/tools/build.sh $(TOOLS_BIN) goreleaser
+	$(if $(PLATFORMS),sed -E 's/^( *targets:).*/\1 [$(DIST_TARGETS)]/',cat) $(GORELEASER_CONFIG) | \
+	  $(DIST_GIT) $(DIST_ENV) $(TOOLS_BIN)/goreleaser release --config - --clean $(DIST_FLAGS)
+	$(if $(DIST_ENV),mkdir -p $(KREW_MANIFESTS) && cp $(OUT)/dist/krew/*.yaml $(KREW_MANIFESTS)/)
 
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
 

@@ -3,8 +3,10 @@
 package krew
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,9 +15,9 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/internal/release"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -43,16 +45,15 @@ func kubectl(t *testing.T, c harness.Command, args ...string) harness.Result {
 	return r
 }
 
-// testArchive is the release archive of a plugin that the test installs.
-func testArchive(plugin string) release.Archive {
-	return release.Archive{Plugin: plugin, Version: version, Platform: release.Platform{OS: "linux", Arch: "amd64"}}
+// archiveName is the file name of the release archive of a plugin that the
+// test installs.
+func archiveName(plugin string) string {
+	return "kubectl-" + plugin + "_" + version + "_linux_amd64.tar.gz"
 }
 
-func archivePath(plugin string) string {
-	return filepath.Join(served, "releases", testArchive(plugin).Name())
-}
+func archivePath(plugin string) string { return filepath.Join(served, "releases", archiveName(plugin)) }
 
-func archiveURLPath(plugin string) string { return "/releases/" + testArchive(plugin).Name() }
+func archiveURLPath(plugin string) string { return "/releases/" + archiveName(plugin) }
 
 func TestManifestsPassKrewsValidator(t *testing.T) {
 	user := newUser(t)
@@ -72,6 +73,76 @@ func TestManifestsPassKrewsValidator(t *testing.T) {
 		assert.Check(t, r.ExitCode == 0, r)
 		assert.Check(t, is.Contains(r.Stderr, "all 1 spec.platforms installed fine"), r)
 	}
+}
+
+// A user checks a download as the README says, with the release's checksums.
+func TestChecksumsVerifyTheArchives(t *testing.T) {
+	user := newUser(t)
+	r, err := user.Run(ctx(t), "/bin/sh", "-c", "cd "+filepath.Join(served, "releases")+" && sha256sum -c "+checksums)
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 0, r)
+	for _, p := range plugins {
+		assert.Check(t, is.Contains(r.Stdout, archiveName(p)+": OK\n"), r)
+	}
+}
+
+// krew-manifests/ holds what GoReleaser wrote for the current release: the
+// test release's manifests, which GoReleaser wrote just now, say the same but
+// for the version, the archives' URLs and sha256s, and the platforms built.
+func TestCommittedManifestsAreWhatGoReleaserWrites(t *testing.T) {
+	for _, p := range plugins {
+		t.Run(p, func(t *testing.T) {
+			generated, err := os.ReadFile(filepath.Join(served, "manifests", p+".yaml"))
+			assert.NilError(t, err)
+			committed, err := os.ReadFile(filepath.Join("..", "..", "krew-manifests", p+".yaml"))
+			assert.NilError(t, err)
+			var release struct{ Spec struct{ Version string } }
+			assert.NilError(t, yaml.Unmarshal(committed, &release))
+			assert.Assert(t, release.Spec.Version != "")
+			// The committed release, as if it were the test's.
+			committed = bytes.ReplaceAll(committed, []byte(release.Spec.Version), []byte(version))
+			header, _, _ := bytes.Cut(generated, []byte("\n"))
+			assert.Check(t, bytes.HasPrefix(committed, append(header, '\n')), "krew-manifests/%s.yaml does not start as GoReleaser's do: %q", p, header)
+
+			want, wantPlatforms := splitPlatforms(t, committed)
+			got, gotPlatforms := splitPlatforms(t, generated)
+			assert.DeepEqual(t, got, want)
+			assert.Equal(t, len(gotPlatforms), 1)
+			built := gotPlatforms[0]
+			assert.Equal(t, path.Base(built.URI), archiveName(p))
+			var found bool
+			for _, c := range wantPlatforms {
+				if c.Selector == built.Selector {
+					found = true
+					assert.Check(t, is.Equal(c.Bin, built.Bin))
+					assert.Check(t, is.Equal(path.Base(c.URI), path.Base(built.URI)))
+				}
+			}
+			assert.Check(t, found, "krew-manifests/%s.yaml has no platform %v", p, built.Selector)
+		})
+	}
+}
+
+// krewPlatform is what a manifest says about one platform.
+type krewPlatform struct {
+	Selector struct{ MatchLabels struct{ OS, Arch string } }
+	URI      string
+	Bin      string
+}
+
+// splitPlatforms parses a manifest into its platforms and the rest.
+func splitPlatforms(t *testing.T, manifest []byte) (map[string]any, []krewPlatform) {
+	t.Helper()
+	var rest map[string]any
+	assert.NilError(t, yaml.Unmarshal(manifest, &rest))
+	spec, ok := rest["spec"].(map[string]any)
+	assert.Assert(t, ok, "no spec in\n%s", manifest)
+	delete(spec, "platforms")
+	var platforms struct {
+		Spec struct{ Platforms []krewPlatform }
+	}
+	assert.NilError(t, yaml.Unmarshal(manifest, &platforms))
+	return rest, platforms.Spec.Platforms
 }
 
 func TestInstallFromManifestAndArchive(t *testing.T) {

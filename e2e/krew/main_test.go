@@ -24,6 +24,9 @@ import (
 // version is what the test release is called; the plugins report it.
 const version = "v0.0.0-e2e"
 
+// checksums is the release's sha256 file, as `sha256sum -c` reads it.
+const checksums = "spokekit_" + version + "_checksums.txt"
+
 var plugins = []string{"spoke", "fleetdrain", "park"}
 
 var (
@@ -49,7 +52,7 @@ func run(m *testing.M) int {
 	}
 	defer env.Close()
 	tools = env.Tools
-	for _, name := range []string{"kubectl-krew", "validate-krew-manifest"} {
+	for _, name := range []string{"kubectl-krew", "validate-krew-manifest", "goreleaser"} {
 		if _, err := os.Stat(filepath.Join(tools.Bin, name)); err != nil {
 			fmt.Fprintf(os.Stderr, "tool %s missing (run `make e2e-tools`): %v\n", name, err)
 			return 1
@@ -74,17 +77,31 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// publishRelease does what a release of spokekit does: `make dist` for linux/amd64
-// with the archives' URLs on the local server, then publishes the manifests
-// in a krew index, plus an empty index that stands in for krew's default one.
+// publishRelease does what a release of spokekit does: `make dist` (GoReleaser)
+// for linux/amd64 with the archives' URLs on the local server, then puts the
+// archives and checksums on the server and publishes the manifests in a krew
+// index, plus an empty index that stands in for krew's default one.
 func publishRelease(ctx context.Context, workdir string) error {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return fmt.Errorf("finding the checkout: %w", err)
 	}
-	if err := setup(ctx, root, "make", "dist", "VERSION="+version, "PLATFORMS=linux/amd64",
-		"DIST="+filepath.Join(served, "releases"), "KREW_MANIFESTS="+filepath.Join(served, "manifests"),
-		"RELEASE_URL="+server.URL+"/releases"); err != nil {
+	if err := setup(ctx, root, "make", "dist", "VERSION="+version, "PLATFORMS=linux/amd64", "TOOLS_BIN="+tools.Bin,
+		"KREW_MANIFESTS="+filepath.Join(served, "manifests"), "RELEASE_URL="+server.URL+"/releases"); err != nil {
+		return err
+	}
+	// GoReleaser writes into the checkout's _output/dist: the files a release
+	// uploads are its archives and checksums.
+	dist := filepath.Join(root, "_output", "dist")
+	uploads, err := filepath.Glob(filepath.Join(dist, "*.tar.gz"))
+	if err != nil {
+		return fmt.Errorf("listing the archives in %s: %w", dist, err)
+	}
+	uploads = append(uploads, filepath.Join(dist, checksums))
+	if err := os.MkdirAll(filepath.Join(served, "releases"), 0o755); err != nil {
+		return fmt.Errorf("creating the release directory: %w", err)
+	}
+	if err := setup(ctx, "", "cp", append(uploads, filepath.Join(served, "releases"))...); err != nil {
 		return err
 	}
 	if err := publishIndex(ctx, filepath.Join(workdir, "spokekit-index"), filepath.Join(served, "spokekit.git"), manifestPaths(filepath.Join(served, "manifests"))...); err != nil {

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
 # kwokctl, controller-gen, krew, Open Cluster Management, the Cluster API
-# managers) from the modules pinned in the tools modules beside this script, all
-# through the Go module proxy. Each module's binaries are cached under a
-# directory keyed by the hash of its go.mod, go.sum and Go files, so a change
-# rebuilds only that module and a warm run takes seconds.
+# managers) and GoReleaser, which `make dist` runs, from the modules pinned in
+# the tools modules beside this script, all through the Go module proxy. Each
+# module's binaries are cached under a directory keyed by the hash of its
+# go.mod, go.sum and Go files, so a change rebuilds only that module and a warm
+# run takes seconds.
 #
-# usage: build.sh BIN_DIR   (BIN_DIR gets links to every tool)
+# usage: build.sh BIN_DIR [MODULE...]   (BIN_DIR gets links to every tool, or to
+#        those of the named modules only, e.g. `build.sh BIN_DIR goreleaser`)
 set -euo pipefail
 
-bin=${1:?usage: build.sh BIN_DIR}
+bin=${1:?usage: build.sh BIN_DIR [MODULE...]}
+only=" ${*:2} "
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${SPOKEKIT_CACHE:-$HOME/.cache/spokekit}/tools
 mkdir -p "$bin" "$cache"
@@ -17,6 +20,7 @@ mkdir -p "$bin" "$cache"
 # build MODULE NAME=PACKAGE... : builds each PACKAGE as NAME into the module's cache dir.
 build() {
   local mod=$1; shift
+  [[ $only == "  " || $only == *" $mod "* ]] || return 0
   local key dir
   key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum" $(compgen -G "$here/$mod/*.go"); echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
@@ -65,4 +69,5 @@ build cluster-api \
   capi-kubeadm-bootstrap=sigs.k8s.io/cluster-api/bootstrap/kubeadm \
   capi-kubeadm-control-plane=sigs.k8s.io/cluster-api/controlplane/kubeadm \
   capi-docker=sigs.k8s.io/cluster-api/test/infrastructure/docker
+build goreleaser goreleaser=github.com/goreleaser/goreleaser/v2
 echo "e2e-tools: ready in $bin"
