@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,4 +46,22 @@ func TestVersionJSON(t *testing.T) {
 	assert.Assert(t, len(out.String()) > 0)
 	u := out.String()
 	assert.Assert(t, strings.Contains(u, `"kind": "Version"`) && strings.Contains(u, `"plugin": "sample"`), u)
+}
+
+func TestEveryClientGetsThePluginRate(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "config")
+	assert.NilError(t, os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	root, f := NewRoot(Plugin{Name: "sample"}, streams)
+	assert.NilError(t, root.PersistentFlags().Set("kubeconfig", kc))
+	cfg, err := f.ToRESTConfig()
+	assert.NilError(t, err)
+	assert.Equal(t, cfg.QPS, float32(ClientQPS))
+	assert.Equal(t, cfg.Burst, ClientBurst)
 }

@@ -15,16 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 )
-
-// drainQPS is the request rate a node drain may use.
-const drainQPS = 50
 
 // NodeOptions are the flags and clients of `fleetdrain node`.
 type NodeOptions struct {
@@ -141,11 +137,8 @@ func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string
 	if err != nil {
 		return err
 	}
-	// One eviction per pod, for several nodes at once: client-go's default
-	// of 5 requests a second would serialise the drains. The API server's
-	// priority and fairness still protects it.
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = drainQPS, 2*drainQPS
+	// The config carries the plugins' request rate (cli.ClientQPS): one
+	// eviction per pod, for several nodes at once.
 	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("building the client: %w", err)
 	}
