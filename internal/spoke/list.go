@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -111,14 +114,16 @@ func (o *ListOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// Run lists Spokes and ManagedClusters once each and prints the joined rows.
+// Run lists Spokes and ManagedClusters once each, both at once (on a large
+// fleet the two lists are most of the command's time), and prints the
+// joined rows.
 func (o *ListOptions) Run(ctx context.Context) error {
-	spokes, err := o.hub.Spokes(ctx)
-	if err != nil {
-		return err
-	}
-	clusters, err := o.hub.ManagedClusters(ctx)
-	if err != nil {
+	var spokes []fleetconfig.Spoke
+	var clusters []ocm.ManagedCluster
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { spokes, err = o.hub.Spokes(gctx); return err })
+	g.Go(func() (err error) { clusters, err = o.hub.ManagedClusters(gctx); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)
