@@ -246,7 +246,8 @@ func watchBudget(b *testing.B, c *harness.Cluster, ns string, s drainShape) (sto
 		defer done.Done()
 		_, _ = watchtools.UntilWithSync(wctx, lw, &corev1.Pod{},
 			func(st cache.Store) (bool, error) {
-				store, low = st, count()
+				store = st
+				low = count()
 				close(synced)
 				return false, nil
 			},
