@@ -29,3 +29,14 @@ func TestDryRunRejectsUnknownValue(t *testing.T) {
 	assert.Equal(t, ExitCode(err), ExitUsage)
 	assert.ErrorContains(t, err, "maybe")
 }
+
+func TestDryRunKeepsKubectlsOldForms(t *testing.T) {
+	for args, want := range map[string]DryRun{"--dry-run": DryRunClient, "--dry-run=true": DryRunClient, "--dry-run=false": DryRunNone} {
+		cmd := &cobra.Command{}
+		AddDryRunFlag(cmd)
+		assert.NilError(t, cmd.ParseFlags([]string{args}))
+		got, err := GetDryRun(cmd)
+		assert.NilError(t, err)
+		assert.Equal(t, got, want, args)
+	}
+}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -64,4 +68,20 @@ current-context: x
 	assert.NilError(t, err)
 	assert.Equal(t, cfg.QPS, float32(ClientQPS))
 	assert.Equal(t, cfg.Burst, ClientBurst)
+}
+
+func TestAPIAndConnectionErrorsReadAsKubectlPrintsThem(t *testing.T) {
+	cases := map[error]string{
+		apierrors.NewNotFound(schema.GroupResource{Resource: "spokes"}, "x"):                                              `Error from server (NotFound): spokes "x" not found`,
+		apierrors.NewUnauthorized("bad token"):                                                                            "error: You must be logged in to the server (bad token)",
+		&url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: errors.New("dial tcp: connect: connection refused")}: "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?",
+		&url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: errors.New("i/o timeout")}:                           "Unable to connect to the server: i/o timeout",
+	}
+	for err, want := range cases {
+		got, ok := standardErrorMessage(err)
+		assert.Check(t, ok)
+		assert.Equal(t, got, want)
+	}
+	_, ok := standardErrorMessage(errors.New("plain"))
+	assert.Check(t, !ok)
 }

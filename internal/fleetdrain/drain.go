@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/spokekit/spokekit/internal/cli"
@@ -222,7 +223,7 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 // waitGone waits until pod (this UID) is gone from the node, or has been
 // terminating longer than --skip-wait-for-delete-timeout.
 func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
-	if w.helper.DryRunStrategy == cli.DryRunServer {
+	if w.helper.DryRunStrategy == cmdutil.DryRunServer {
 		return nil
 	}
 	for {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -404,7 +405,7 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 		DisableEviction:                 o.DisableEviction,
 		SkipWaitForDeleteTimeoutSeconds: o.SkipWaitForDeleteTimeout,
 		EvictErrorRetryDelay:            evictRetry,
-		DryRunStrategy:                  o.DryRun,
+		DryRunStrategy:                  cmdutil.DryRunStrategy(o.DryRun),
 		// Only the library's pod listing and single evictions are used: its
 		// warnings reach the plan through Find, and nothing else writes.
 		Out:    io.Discard,
