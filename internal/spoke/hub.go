@@ -2,10 +2,10 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
+	jsoniter "github.com/json-iterator/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,7 +176,9 @@ func wrapRead(err error, kind, ns, name string) error {
 
 // listAll lists every object of a resource, page by page, decoding each
 // page straight into typed items (no unstructured detour: on thousands of
-// spokes the conversion costs more than the requests).
+// spokes the conversion costs more than the requests). json-iterator
+// decodes as encoding/json does, and skips the fields T does not have
+// (managedFields above all) several times faster.
 func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns string) ([]T, error) {
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if ns != "" {
@@ -201,7 +203,7 @@ func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource
 			Metadata metav1.ListMeta `json:"metadata"`
 			Items    []T             `json:"items"`
 		}
-		if err := json.Unmarshal(raw, &page); err != nil {
+		if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(raw, &page); err != nil {
 			return nil, fmt.Errorf("decoding the list of %s: %w", gvr.Resource, err)
 		}
 		out = append(out, page.Items...)
@@ -216,15 +218,6 @@ func (h *Hub) Spokes(ctx context.Context) ([]fleetconfig.Spoke, error) {
 	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, h.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("listing Spokes in %s: %w", h.Namespace, err)
-	}
-	return out, nil
-}
-
-// ManagedClusters lists every ManagedCluster.
-func (h *Hub) ManagedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
-	out, err := listAll[ocm.ManagedCluster](ctx, h, ocm.ManagedClusterResource, "")
-	if err != nil {
-		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
 	}
 	return out, nil
 }

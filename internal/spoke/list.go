@@ -121,8 +121,8 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	var spokes []fleetconfig.Spoke
 	var clusters []ocm.ManagedCluster
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { spokes, err = o.hub.Spokes(gctx); return err })
-	g.Go(func() (err error) { clusters, err = o.hub.ManagedClusters(gctx); return err })
+	g.Go(func() (err error) { spokes, err = o.hub.listedSpokes(gctx); return err })
+	g.Go(func() (err error) { clusters, err = o.hub.listedClusters(gctx); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
