@@ -9,7 +9,7 @@ CACHE        ?= $(HOME)/.cache/spokekit
 TOOLS_BIN    := $(CACHE)/tools/bin
 E2E_WORKDIR  ?= /tmp/spokekit-e2e
 DEMO_WORKDIR ?= $(CACHE)/demo
-BENCH_PKGS   ?= ./e2e/spoke/ ./e2e/fleetdrain/
+BENCH        ?= .
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
 # make dist: GoReleaser with this config writes into $(OUT)/dist; PLATFORMS (e.g. linux/amd64)
 # builds fewer than the config's six platforms.
@@ -99,8 +99,11 @@ demo-up: build e2e-tools ## Like demo, but leave the clusters running and print 
 demo-down: e2e-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
-bench: build e2e-tools ## Benchmarks on local clusters, as ratios against kubectl (spoke list; fleetdrain node)
-	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -count=1 -run '^$$' -bench . -timeout 30m $(BENCH_PKGS)
+bench: build e2e-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json (BENCH=regexp picks benchmarks)
+	@mkdir -p $(E2E_WORKDIR)
+	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) SPOKEKIT_BENCH_OUT=$(OUT)/bench.json \
+	  go test -tags e2e -count=1 -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m ./e2e/bench/ ; \
+	  rc=$$?; pkill -f '$(E2E_WORKDIR)/run-[0-9]' 2>/dev/null; exit $$rc # the pattern cannot match this shell
 
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
 	rm -rf $(OUT)

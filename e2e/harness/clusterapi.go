@@ -59,6 +59,17 @@ type ClusterAPI struct {
 	ports    []int
 }
 
+// InstallClusterAPICRDs installs only Cluster API's core CRDs, without their
+// conversion webhooks and with no controller: for a benchmark that counts
+// one command's writes to Clusters nothing else acts on.
+func (c *Cluster) InstallClusterAPICRDs(ctx context.Context) error {
+	files, err := ModuleGlob(ctx, CAPIModule, "core/config/crd/bases/*.yaml")
+	if err != nil {
+		return err
+	}
+	return c.InstallCRDs(ctx, files...)
+}
+
 // StartClusterAPI installs Cluster API's CRDs and webhook configurations
 // into the platform cluster, starts the core, kubeadm bootstrap, kubeadm
 // control plane and Docker (in-memory) managers, and waits until each is

@@ -80,3 +80,10 @@ func (c *Cluster) For(home string) Command {
 	}
 	return Command{Tools: c.env.Tools, Env: []string{"KUBECONFIG=" + c.Kubeconfig}, Home: home}
 }
+
+// Exec is program with args in the command's environment, not started: for
+// a caller that needs the process itself (its resource usage, a benchmark's
+// timing window).
+func (c Command) Exec(program string, args ...string) *exec.Cmd {
+	return c.command("", program, args...)
+}

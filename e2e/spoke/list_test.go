@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
@@ -141,34 +140,4 @@ func TestListTwoThousandSpokesInPages(t *testing.T) {
 	})
 	assert.Equal(t, strings.Count(r200.out, "\n"), manySpokes)
 	assert.Equal(t, reqs["spokes"], pages(manySpokes, 200), "%v", reqs)
-}
-
-// BenchmarkList compares `kubectl spoke list` on 2,000 spokes with what it
-// replaces: `kubectl get spokes` plus `kubectl get managedclusters`.
-func BenchmarkList(b *testing.B) {
-	ensureManySpokes(b)
-	home := b.TempDir()
-	run := func(args ...string) {
-		r, err := hub.For(home).Kubectl(ctx(b), args...)
-		assert.NilError(b, err)
-		assert.Equal(b, r.ExitCode, 0, r)
-	}
-	var plugin, kubectl time.Duration
-	var requests float64
-	n := 0
-	for b.Loop() {
-		start := time.Now()
-		reqs := countLists(b, func() { run("spoke", "list", "-n", manyNamespace) })
-		plugin += time.Since(start)
-		requests += reqs["spokes"] + reqs["managedclusters"]
-		start = time.Now()
-		run("get", "spokes.fleetconfig.open-cluster-management.io", "-n", manyNamespace)
-		run("get", "managedclusters")
-		kubectl += time.Since(start)
-		n++
-	}
-	b.ReportMetric(float64(plugin.Milliseconds())/float64(n), "spoke-list-ms/op")
-	b.ReportMetric(float64(kubectl.Milliseconds())/float64(n), "kubectl-get-ms/op")
-	b.ReportMetric(float64(plugin)/float64(kubectl), "ratio")
-	b.ReportMetric(requests/float64(n), "list-requests/op")
 }

@@ -35,3 +35,14 @@ func TestDryRunNameIsTheFlagValueAndEmptyForARealRun(t *testing.T) {
 	assert.Equal(t, DryRunName(DryRunClient), "client")
 	assert.Equal(t, DryRunName(DryRunServer), "server")
 }
+
+func TestDryRunKeepsKubectlsOldForms(t *testing.T) {
+	for args, want := range map[string]DryRun{"--dry-run": DryRunClient, "--dry-run=true": DryRunClient, "--dry-run=false": DryRunNone} {
+		cmd := &cobra.Command{}
+		AddDryRunFlag(cmd)
+		assert.NilError(t, cmd.ParseFlags([]string{args}))
+		got, err := GetDryRun(cmd)
+		assert.NilError(t, err)
+		assert.Equal(t, got, want, args)
+	}
+}

@@ -43,8 +43,7 @@ func TestOutputFormats(t *testing.T) {
 		"yaml":                               "yaml",
 		"name":                               "name",
 		"jsonpath={.items[*].metadata.name}": "jsonpath",
-		"custom-columns=NAME:.metadata.name,PHASE:.phase":                   "custom-columns",
-		"go-template={{range .items}}{{.metadata.name}}={{.phase}};{{end}}": "go-template",
+		"custom-columns=NAME:.metadata.name,PHASE:.phase": "custom-columns",
 	}
 	for format, name := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -65,6 +64,14 @@ func TestOutputRejectsUnknownFormat(t *testing.T) {
 	err := o.Validate()
 	assert.Equal(t, ExitCode(err), ExitUsage)
 	assert.ErrorContains(t, err, `"xml"`)
+
+	for _, format := range []string{"go-template={{.kind}}", "go-template-file=t.tmpl", "template={{.kind}}"} {
+		o = NewOutput()
+		*o.PrintFlags.OutputFormat = format
+		err = o.Validate()
+		assert.Equal(t, ExitCode(err), ExitUsage, format)
+		assert.ErrorContains(t, err, "use -o jsonpath=")
+	}
 
 	o = NewOutput("json", "yaml")
 	*o.PrintFlags.OutputFormat = "name"

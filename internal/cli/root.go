@@ -5,25 +5,19 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	"k8s.io/kubectl/pkg/util/completion"
 )
-
-// Factory gives every command of a plugin its clients, REST config and
-// namespace from the one set of kubectl global flags.
-type Factory struct {
-	cmdutil.Factory
-	ConfigFlags *genericclioptions.ConfigFlags
-}
 
 // Namespace returns the namespace from -n or the current context, and whether -n was given.
 func (f *Factory) Namespace() (string, bool, error) {
@@ -47,8 +41,7 @@ type Plugin struct {
 // `kubectl <name> ...`.
 func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Factory) {
 	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
-	matchVersion := cmdutil.NewMatchVersionFlags(configFlags)
-	f := &Factory{Factory: cmdutil.NewFactory(matchVersion), ConfigFlags: configFlags}
+	f := newFactory(configFlags)
 
 	root := &cobra.Command{
 		Use:     p.Name,
@@ -74,14 +67,31 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
 
-	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(c, root.Context)) }
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(withClientRate(c), root.Context)) }
 	flags := root.PersistentFlags()
-	configFlags.AddFlags(flags)
-	matchVersion.AddFlags(flags)
+	f.addFlags(flags)
 	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
+}
+
+// Client-side request rate of every plugin. client-go's default (5 a second,
+// bursts of 10) makes a list of thousands of objects wait between pages and
+// serialises a drain's evictions; the API server's priority and fairness,
+// not the client, is what protects the server.
+const (
+	ClientQPS   = 50
+	ClientBurst = 100
+)
+
+// withClientRate sets the plugins' request rate on a config that does not
+// bring its own rate limiter.
+func withClientRate(c *rest.Config) *rest.Config {
+	if c.RateLimiter == nil {
+		c.QPS, c.Burst = ClientQPS, ClientBurst
+	}
+	return c
 }
 
 // addLogFlags adds kubectl's -v/--v, so `-v=6` shows the requests a command
@@ -91,24 +101,6 @@ func addLogFlags(flags *pflag.FlagSet) {
 	klog.InitFlags(gf)
 	flags.AddGoFlag(gf.Lookup("v"))
 	flags.AddGoFlag(gf.Lookup("vmodule"))
-}
-
-func registerGlobalCompletions(root *cobra.Command, f *Factory) {
-	completion.SetFactoryForCompletion(f)
-	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		return completion.CompGetResource(f, "namespace", toComplete), cobra.ShellCompDirectiveNoFileComp
-	})
-	_ = root.RegisterFlagCompletionFunc("context", completion.ContextCompletionFunc)
-	_ = root.RegisterFlagCompletionFunc("cluster", completion.ClusterCompletionFunc)
-	_ = root.RegisterFlagCompletionFunc("user", completion.UserCompletionFunc)
-}
-
-// ResourceNames completes the names of objects of one resource type
-// (e.g. "nodes", "spokes.fleetconfig.open-cluster-management.io").
-func ResourceNames(f *Factory, resource string) cobra.CompletionFunc {
-	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		return completion.CompGetResource(f, resource, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
 }
 
 // Group makes cmd a command that only holds subcommands: alone it prints its
@@ -172,7 +164,7 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	msg := err.Error()
 	// A bare API or connection error reads as kubectl prints it; wrapped ones
 	// already carry their context.
-	if m, ok := cmdutil.StandardErrorMessage(unwrapExit(err)); ok {
+	if m, ok := standardErrorMessage(unwrapExit(err)); ok {
 		msg = m
 	}
 	code, msg = explainAPIError(err, code, msg)
@@ -226,4 +218,33 @@ func RunE(o Options, complete func(cmd *cobra.Command, args []string) error) fun
 		}
 		return o.Run(cmd.Context())
 	}
+}
+
+// standardErrorMessage words an API or connection error exactly as kubectl
+// does; ok is false for any other error.
+func standardErrorMessage(err error) (msg string, ok bool) {
+	if status, isStatus := err.(apierrors.APIStatus); isStatus {
+		switch s := status.Status(); {
+		case s.Reason == metav1.StatusReasonUnauthorized:
+			return fmt.Sprintf("error: You must be logged in to the server (%s)", s.Message), true
+		case len(s.Reason) > 0:
+			return fmt.Sprintf("Error from server (%s): %s", s.Reason, err.Error()), true
+		default:
+			return fmt.Sprintf("Error from server: %s", err.Error()), true
+		}
+	}
+	if apierrors.IsUnexpectedObjectError(err) {
+		return fmt.Sprintf("Server returned an unexpected response: %s", err.Error()), true
+	}
+	if t, isURL := err.(*url.Error); isURL {
+		if strings.Contains(t.Err.Error(), "connection refused") {
+			host := t.URL
+			if server, err := url.Parse(t.URL); err == nil {
+				host = server.Host
+			}
+			return fmt.Sprintf("The connection to the server %s was refused - did you specify the right host or port?", host), true
+		}
+		return fmt.Sprintf("Unable to connect to the server: %v", t.Err), true
+	}
+	return "", false
 }

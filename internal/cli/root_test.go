@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -66,4 +71,38 @@ func TestRunECompletesValidatesThenRuns(t *testing.T) {
 	err := runE(&cobra.Command{}, nil)
 	assert.ErrorContains(t, err, "bad input")
 	assert.DeepEqual(t, o.calls, []string{"complete", "validate"})
+}
+
+func TestEveryClientGetsThePluginRate(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "config")
+	assert.NilError(t, os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	root, f := NewRoot(Plugin{Name: "sample"}, streams)
+	assert.NilError(t, root.PersistentFlags().Set("kubeconfig", kc))
+	cfg, err := f.ToRESTConfig()
+	assert.NilError(t, err)
+	assert.Equal(t, cfg.QPS, float32(ClientQPS))
+	assert.Equal(t, cfg.Burst, ClientBurst)
+}
+
+func TestAPIAndConnectionErrorsReadAsKubectlPrintsThem(t *testing.T) {
+	cases := map[error]string{
+		apierrors.NewNotFound(schema.GroupResource{Resource: "spokes"}, "x"):                                              `Error from server (NotFound): spokes "x" not found`,
+		apierrors.NewUnauthorized("bad token"):                                                                            "error: You must be logged in to the server (bad token)",
+		&url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: errors.New("dial tcp: connect: connection refused")}: "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?",
+		&url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: errors.New("i/o timeout")}:                           "Unable to connect to the server: i/o timeout",
+	}
+	for err, want := range cases {
+		got, ok := standardErrorMessage(err)
+		assert.Check(t, ok)
+		assert.Equal(t, got, want)
+	}
+	_, ok := standardErrorMessage(errors.New("plain"))
+	assert.Check(t, !ok)
 }

@@ -16,16 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 )
-
-// drainQPS is the request rate a node drain may use.
-const drainQPS = 50
 
 // NodeOptions are the flags and clients of `fleetdrain node`.
 type NodeOptions struct {
@@ -139,11 +136,8 @@ func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string
 	if err != nil {
 		return err
 	}
-	// One eviction per pod, for several nodes at once: client-go's default
-	// of 5 requests a second would serialise the drains. The API server's
-	// priority and fairness still protects it.
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = drainQPS, 2*drainQPS
+	// The config carries the plugins' request rate (cli.ClientQPS): one
+	// eviction per pod, for several nodes at once.
 	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("building the client: %w", err)
 	}
@@ -438,7 +432,7 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 		DisableEviction:                 o.DisableEviction,
 		SkipWaitForDeleteTimeoutSeconds: o.SkipWaitForDeleteTimeout,
 		EvictErrorRetryDelay:            evictRetry,
-		DryRunStrategy:                  o.DryRun,
+		DryRunStrategy:                  cmdutil.DryRunStrategy(o.DryRun),
 		// Only the library's pod listing and single evictions are used: its
 		// warnings reach the plan through Find, and nothing else writes.
 		Out:    io.Discard,

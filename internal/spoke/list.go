@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -120,7 +123,9 @@ func (o *ListOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// Run lists Spokes and ManagedClusters once each and prints the joined rows.
+// Run lists Spokes and ManagedClusters once each, both at once (on a large
+// fleet the two lists are most of the command's time), and prints the
+// joined rows.
 func (o *ListOptions) Run(ctx context.Context) error {
 	hub, err := NewHub(ctx, o.f)
 	if err != nil {
@@ -132,12 +137,12 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	spokes, err := o.hub.Spokes(ctx, ns, o.Selector)
-	if err != nil {
-		return err
-	}
-	clusters, err := o.hub.ManagedClusters(ctx)
-	if err != nil {
+	var spokes []fleetconfig.Spoke
+	var clusters []ocm.ManagedCluster
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { spokes, err = o.hub.listedSpokes(gctx, ns, o.Selector); return err })
+	g.Go(func() (err error) { clusters, err = o.hub.listedClusters(gctx); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)

@@ -1,0 +1,144 @@
+//go:build e2e
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+const listNamespace = "fleet-bench"
+
+// BenchmarkSpokeList compares `kubectl spoke list` with what it replaces,
+// `kubectl get spokes` followed by `kubectl get managedclusters`, on a hub
+// (the OCM and FleetConfig CRDs on a plain cluster, no controllers: the
+// objects do not change while it runs) with 2,000 and then 10,000 Spokes
+// and as many ManagedClusters.
+func BenchmarkSpokeList(b *testing.B) {
+	hub, err := env.StartCluster(ctx(b, 10*time.Minute), "bench-hub")
+	assert.NilError(b, err)
+	assert.NilError(b, harness.InstallHubCRDs(ctx(b, 5*time.Minute), hub))
+	_, err = hub.Kube.CoreV1().Namespaces().Create(ctx(b, time.Minute), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: listNamespace}}, metav1.CreateOptions{})
+	assert.NilError(b, err)
+	c := hub.For(b.TempDir())
+	kubectl := func(args ...string) Usage { return measure(b, c, filepath.Join(env.Tools.Bin, "kubectl"), args...) }
+	plugin := func() Usage { return kubectl("spoke", "list", "-n", listNamespace) }
+	getBoth := func() Usage {
+		return kubectl("get", "spokes.fleetconfig.open-cluster-management.io", "-n", listNamespace).
+			plus(kubectl("get", "managedclusters"))
+	}
+	have := 0
+	for _, n := range []int{2000, 10000} {
+		createSpokes(b, hub, have, n)
+		have = n
+		// Once each unmeasured: kubectl's discovery cache is warm for both.
+		plugin()
+		getBoth()
+		ourLists := countLists(b, hub, func() { plugin() })
+		theirLists := countLists(b, hub, func() { getBoth() })
+		var ours, theirs []Usage
+		alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, getBoth()) })
+		what := fmt.Sprintf("spoke list, %d spokes", n)
+		add(what, "s", seconds(ours), seconds(theirs), "≤ 0.6")
+		add(what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
+		add(what+", LIST requests", "spokes+managedclusters", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)))
+	}
+}
+
+// createSpokes creates Spokes and ManagedClusters from index `from` up to
+// `to`. The ManagedClusters are not accepted by the hub.
+func createSpokes(b *testing.B, hub *harness.Cluster, from, to int) {
+	g, gctx := errgroup.WithContext(ctx(b, 20*time.Minute))
+	g.SetLimit(16)
+	for i := from; i < to; i++ {
+		name := fmt.Sprintf("spoke-%05d", i)
+		g.Go(func() error {
+			s := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke",
+				"metadata": map[string]any{"name": name, "namespace": listNamespace},
+				"spec": map[string]any{
+					"hubRef":     map[string]any{"name": "hub", "namespace": listNamespace},
+					"kubeconfig": map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
+				},
+			}}
+			if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(listNamespace).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			mc := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+				"metadata": map[string]any{"name": name},
+				"spec":     map[string]any{"hubAcceptsClient": false},
+			}}
+			if _, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Create(gctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	assert.NilError(b, g.Wait())
+}
+
+// countLists runs fn and returns the LIST requests for Spokes and
+// ManagedClusters the API server counted meanwhile (nothing else lists them
+// on this cluster).
+func countLists(b *testing.B, c *harness.Cluster, fn func()) float64 {
+	before := requests(b, c, func(verb, resource string) bool {
+		return verb == "LIST" && (resource == "spokes" || resource == "managedclusters")
+	})
+	fn()
+	after := requests(b, c, func(verb, resource string) bool {
+		return verb == "LIST" && (resource == "spokes" || resource == "managedclusters")
+	})
+	return after - before
+}
+
+// requests sums the API server's apiserver_request_total over the series
+// whose verb and resource match.
+func requests(b *testing.B, c *harness.Cluster, match func(verb, resource string) bool) float64 {
+	raw, err := c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(b, time.Minute))
+	assert.NilError(b, err)
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		if !match(label(line, "verb"), label(line, "resource")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		assert.NilError(b, err)
+		total += v
+	}
+	return total
+}
+
+func label(line, name string) string {
+	_, rest, ok := strings.Cut(line, ","+name+`="`)
+	if !ok {
+		if _, rest, ok = strings.Cut(line, "{"+name+`="`); !ok {
+			return ""
+		}
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}

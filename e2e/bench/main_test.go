@@ -1,0 +1,174 @@
+//go:build e2e
+
+// Package bench measures the plugins against what they replace, on real
+// local clusters: `make bench` runs every benchmark once (-benchtime 1x);
+// each one repeats its own runs (at least 5, kubectl and spokekit taking
+// turns), and the package prints one table of medians at the end and writes
+// it as JSON (SPOKEKIT_BENCH_OUT, default _output/bench.json). The figures
+// are reported, never asserted: a benchmark fails only when a command fails
+// or a correctness check made while it runs (a PodDisruptionBudget kept)
+// does not hold.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+)
+
+var env *harness.Env
+
+// pairs is how many times each side of a comparison runs (SPOKEKIT_BENCH_PAIRS).
+var pairs = 5
+
+func TestMain(m *testing.M) {
+	if n, err := strconv.Atoi(os.Getenv("SPOKEKIT_BENCH_PAIRS")); err == nil && n > 0 {
+		pairs = n
+	}
+	code := harness.Main(m, func(_, _ context.Context, e *harness.Env) (func(), error) {
+		env = e
+		return nil, nil
+	})
+	if len(report.Rows) > 0 {
+		if err := report.write(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Stat is the summary of one side's samples.
+type Stat struct {
+	Median  float64   `json:"median"`
+	Min     float64   `json:"min"`
+	Max     float64   `json:"max"`
+	Samples []float64 `json:"samples"`
+}
+
+func stat(samples []float64) *Stat {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return &Stat{Median: m, Min: s[0], Max: s[len(s)-1], Samples: samples}
+}
+
+// Row is one line of the table: spokekit's figure, kubectl's for the same
+// job on the same cluster, their ratio and the goal.
+type Row struct {
+	Measure  string  `json:"measure"`
+	Unit     string  `json:"unit"`
+	Spokekit *Stat   `json:"spokekit"`
+	Kubectl  *Stat   `json:"kubectl,omitempty"`
+	Ratio    float64 `json:"ratio,omitempty"`
+	Goal     string  `json:"goal"`
+}
+
+// Report is what `make bench` prints and writes.
+type Report struct {
+	Date      string `json:"date"`
+	Pairs     int    `json:"pairs"`
+	LoadStart string `json:"loadStart"`
+	LoadEnd   string `json:"loadEnd"`
+	Rows      []Row  `json:"rows"`
+	mu        sync.Mutex
+}
+
+var report = Report{Date: time.Now().UTC().Format(time.RFC3339), LoadStart: loadavg()}
+
+// add records a row; kubectl may be nil where kubectl has no counterpart.
+func add(measure, unit string, ours, theirs []float64, goal string) {
+	r := Row{Measure: measure, Unit: unit, Spokekit: stat(ours), Goal: goal}
+	if len(theirs) > 0 {
+		r.Kubectl = stat(theirs)
+		if r.Kubectl.Median != 0 {
+			r.Ratio = r.Spokekit.Median / r.Kubectl.Median
+		}
+	}
+	report.mu.Lock()
+	defer report.mu.Unlock()
+	report.Rows = append(report.Rows, r)
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func (s *Stat) cell() string {
+	if s == nil {
+		return "-"
+	}
+	if s.Min == s.Max {
+		return num(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", num(s.Median), num(s.Min), num(s.Max))
+}
+
+func num(v float64) string {
+	switch {
+	case v == float64(int64(v)):
+		return strconv.FormatInt(int64(v), 10)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// write prints the table (a Markdown table, so it goes into the README as
+// it is) and writes the JSON file.
+func (r *Report) write(out *os.File) error {
+	r.LoadEnd = loadavg()
+	r.Pairs = pairs
+	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(out, "\nspokekit against kubectl: medians (min–max) of %d runs each, taking turns; load %s at the start, %s at the end\n\n", pairs, r.LoadStart, r.LoadEnd)
+	fmt.Fprintln(tw, "| measure\t| spokekit\t| kubectl\t| ratio\t| goal\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|")
+	for _, row := range r.Rows {
+		ratio := "-"
+		if row.Ratio != 0 {
+			ratio = fmt.Sprintf("%.2f", row.Ratio)
+		}
+		fmt.Fprintf(tw, "| %s (%s)\t| %s\t| %s\t| %s\t| %s\t|\n", row.Measure, row.Unit, row.Spokekit.cell(), row.Kubectl.cell(), ratio, row.Goal)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	path := os.Getenv("SPOKEKIT_BENCH_OUT")
+	if path == "" {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(root, "_output", "bench.json")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nwritten to %s\n", path)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

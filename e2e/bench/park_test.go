@@ -1,0 +1,100 @@
+//go:build e2e
+
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+)
+
+const (
+	parkNamespace = "env-bench"
+	parkPools     = 10
+)
+
+// tenPoolCluster is a topology Cluster with parkPools worker pools of 2.
+func tenPoolCluster(name string) string {
+	var pools strings.Builder
+	for i := range parkPools {
+		fmt.Fprintf(&pools, "      - {class: default-worker, name: md-%d, replicas: 2}\n", i)
+	}
+	return fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: %s, namespace: %s}
+spec:
+  topology:
+    classRef: {name: kubevirt-kubeadm}
+    version: v1.34.1
+    workers:
+      machineDeployments:
+%s`, name, parkNamespace, pools.String())
+}
+
+// writes counts the API server's write requests, leaving out what other
+// components write on their own (leases, events) and access and identity
+// reviews (the plugin's preflight and its "who am I" for the record), which
+// ask a question and store nothing.
+func writes(b *testing.B, c *harness.Cluster, fn func()) float64 {
+	match := func(verb, resource string) bool {
+		switch verb {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			return false
+		}
+		switch resource {
+		case "leases", "events", "selfsubjectaccessreviews", "selfsubjectreviews":
+			return false
+		}
+		return true
+	}
+	before := requests(b, c, match)
+	fn()
+	return requests(b, c, match) - before
+}
+
+// BenchmarkPark parks a Cluster of 10 worker pools and counts its writes
+// from the API server's metrics, against the runbook's one `kubectl patch`
+// per pool. Cluster API's CRDs on a plain cluster: no controller acts on the
+// Cluster, so every write counted is the command's.
+func BenchmarkPark(b *testing.B) {
+	c, err := env.StartCluster(ctx(b, 10*time.Minute), "bench-platform")
+	assert.NilError(b, err)
+	assert.NilError(b, c.InstallClusterAPICRDs(ctx(b, 5*time.Minute)))
+	assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+parkNamespace+"}\n"))
+	kubectl := filepath.Join(env.Tools.Bin, "kubectl")
+	cmd := c.For(b.TempDir())
+	run := 0
+	fresh := func() string {
+		run++
+		name := fmt.Sprintf("app-%d", run)
+		assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), tenPoolCluster(name)))
+		return name
+	}
+	var ours, theirs []Usage
+	var ourWrites, theirWrites []float64
+	alternate(pairs, func(int) {
+		name := fresh()
+		var u Usage
+		ourWrites = append(ourWrites, writes(b, c, func() { u = measure(b, cmd, kubectl, "park", "cluster", name, "-n", parkNamespace) }))
+		ours = append(ours, u)
+	}, func(int) {
+		name := fresh()
+		var u Usage
+		theirWrites = append(theirWrites, writes(b, c, func() {
+			for i := range parkPools {
+				patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/topology/workers/machineDeployments/%d/replicas","value":0}]`, i)
+				u = u.plus(measure(b, cmd, kubectl, "patch", "cluster.cluster.x-k8s.io", name, "-n", parkNamespace, "--type", "json", "-p", patch))
+			}
+		}))
+		theirs = append(theirs, u)
+	})
+	add("park cluster, 10 worker pools / one kubectl patch per pool", "writes", ourWrites, theirWrites, "exactly 1")
+	add("park cluster, 10 worker pools / one kubectl patch per pool", "s", seconds(ours), seconds(theirs), "-")
+}

@@ -1,0 +1,74 @@
+package spoke
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+// What list and get read of Spokes and ManagedClusters: only the fields a
+// row shows. On a fleet of thousands, decoding whole objects (managed
+// fields, labels, klusterlet values) was most of the command's CPU time.
+
+type listedMeta struct {
+	Name              string      `json:"name"`
+	Namespace         string      `json:"namespace"`
+	CreationTimestamp metav1.Time `json:"creationTimestamp"`
+}
+
+type listedSpoke struct {
+	Metadata listedMeta `json:"metadata"`
+	Spec     struct {
+		HubRef        fleetconfig.HubRef        `json:"hubRef"`
+		Kubeconfig    fleetconfig.Kubeconfig    `json:"kubeconfig"`
+		CleanupConfig fleetconfig.CleanupConfig `json:"cleanupConfig"`
+	} `json:"spec"`
+	Status struct {
+		Phase string `json:"phase"`
+	} `json:"status"`
+}
+
+type listedCluster struct {
+	Metadata listedMeta `json:"metadata"`
+	Spec     struct {
+		Taints []ocm.Taint `json:"taints"`
+	} `json:"spec"`
+	Status struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// listedSpokes lists the Spokes of the release namespace with the fields
+// BuildRows reads.
+func (h *Hub) listedSpokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
+	l, err := listAll[listedSpoke](ctx, h, fleetconfig.SpokeResource, ns, selector)
+	if err != nil {
+		return nil, fmt.Errorf("listing Spokes in %s: %w", namespaceOrAll(ns), err)
+	}
+	out := make([]fleetconfig.Spoke, len(l))
+	for i, s := range l {
+		out[i].ObjectMeta = metav1.ObjectMeta{Name: s.Metadata.Name, Namespace: s.Metadata.Namespace, CreationTimestamp: s.Metadata.CreationTimestamp}
+		out[i].Spec.HubRef, out[i].Spec.Kubeconfig, out[i].Spec.CleanupConfig = s.Spec.HubRef, s.Spec.Kubeconfig, s.Spec.CleanupConfig
+		out[i].Status.Phase = s.Status.Phase
+	}
+	return out, nil
+}
+
+// listedClusters lists the ManagedClusters with the fields BuildRows reads.
+func (h *Hub) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
+	l, err := listAll[listedCluster](ctx, h, ocm.ManagedClusterResource, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
+	}
+	out := make([]ocm.ManagedCluster, len(l))
+	for i, c := range l {
+		out[i].ObjectMeta = metav1.ObjectMeta{Name: c.Metadata.Name, CreationTimestamp: c.Metadata.CreationTimestamp}
+		out[i].Spec.Taints = c.Spec.Taints
+		out[i].Status.Conditions = c.Status.Conditions
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package spoke
+
+import (
+	"encoding/json"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
+)
+
+// list reads only the fields a row shows; every one of them must still
+// arrive, next to the fields it skips (managed fields, labels, values).
+func TestListReadsEveryFieldARowShows(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	managed := `"managedFields":[{"manager":"helm","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}],"labels":{"a":"b"}`
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{"continue":""},"items":[
+		{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","creationTimestamp":"2026-11-30T10:00:00Z",`+managed+`},
+		 "spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig","kubeconfigKey":"value"}},
+		         "cleanupConfig":{"purgeKlusterletOperator":true,"purgeKubeconfigSecret":true},"klusterlet":{"values":{"big":"values"}}},
+		 "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}]}`)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters", 200,
+		`{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedClusterList","metadata":{},"items":[
+		{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"spoke-1","creationTimestamp":"2026-11-30T10:00:01Z",`+managed+`},
+		 "spec":{"hubAcceptsClient":true,"taints":[{"key":"fleetdrain.spokekit.io/drained","effect":"NoSelect","timeAdded":"2026-11-30T11:00:00Z"}]},
+		 "status":{"conditions":[{"type":"ManagedClusterJoined","status":"True","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"},
+		                         {"type":"ManagedClusterConditionAvailable","status":"False","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"}]}}]}`)
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	got := cli.Execute(NewCmdSpoke(streams), []string{"list", "-n", "mural-system", "-o", "json", "--kubeconfig", srv.Kubeconfig}, streams)
+	assert.Equal(t, got, cli.ExitOK, errOut.String())
+	var list SpokeList
+	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
+	assert.Equal(t, len(list.Items), 1)
+	r := list.Items[0]
+	assert.Equal(t, r.Metadata.Name, "spoke-1")
+	assert.Equal(t, r.Metadata.Namespace, "mural-system")
+	assert.Equal(t, r.Phase, "Running")
+	assert.Equal(t, r.Joined, "True")
+	assert.Equal(t, r.Available, "False")
+	assert.Equal(t, r.Created.UTC().Format("15:04:05"), "10:00:00")
+	assert.Equal(t, r.Hub, "mural-system/hub")
+	assert.Equal(t, r.Secret, "spoke-1-kubeconfig")
+	assert.DeepEqual(t, r.Taints, []string{"fleetdrain.spokekit.io/drained:NoSelect"})
+	assert.Check(t, r.Cleanup.PurgeKlusterletOperator && r.Cleanup.PurgeKubeconfigSecret && !r.Cleanup.PurgeAgentNamespace)
+	assert.Check(t, r.ManagedCluster)
+}
