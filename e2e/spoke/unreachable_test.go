@@ -48,7 +48,7 @@ func waitDark(t *testing.T, name, status, taint string) {
 	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "managedcluster/"+name, "--for=condition=ManagedClusterConditionAvailable="+status, "--timeout=2m")
 	assert.NilError(t, err)
 	assert.Equal(t, r.ExitCode, 0, r)
-	err = wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		taints, _, _ := unstructured.NestedSlice(managedCluster(t, name).Object, "spec", "taints")
 		for _, x := range taints {
 			if m, _ := x.(map[string]any); m["key"] == taint {

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,6 +61,9 @@ func applyJSONPatch(t *testing.T, dyn *dynamicfake.FakeDynamicClient, stored *un
 	var next unstructured.Unstructured
 	assert.NilError(t, next.UnmarshalJSON(out))
 	next.SetResourceVersion(nextVersion(stored.GetResourceVersion()))
+	if !equality.Semantic.DeepEqual(next.Object["spec"], stored.Object["spec"]) {
+		next.SetGeneration(stored.GetGeneration() + 1)
+	}
 	return dyn.Tracker().Update(clusterGVR, &next, next.GetNamespace())
 }
 
@@ -97,6 +101,7 @@ func TestParkRaceWithAConcurrentEdit(t *testing.T) {
 			edited.Spec.Topology.Workers.MachineDeployments[1].Replicas = int32Ptr(5)
 			edited.Annotations = map[string]string{"team": "b"}
 			edited.ResourceVersion = nextVersion(stored.GetResourceVersion())
+			edited.Generation = stored.GetGeneration() + 1
 			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(edited)
 			assert.NilError(t, err)
 			stored = &unstructured.Unstructured{Object: obj}
@@ -179,4 +184,32 @@ func TestControlPlanePodsFollowTheControlPlaneRef(t *testing.T) {
 	pods, err = p.ControlPlanePods(context.Background(), c)
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(pods, 0), "no control plane referenced yet")
+}
+
+// Cluster API updates a busy Cluster's status all the time, and every status
+// update bumps the resourceVersion; a park guarded by the resourceVersion
+// lost that race on every attempt ("kept changing") on the real controllers.
+// The guard is the generation (spec changes) and the paths park writes: a
+// status update between read and patch no longer refuses it.
+func TestStatusUpdatesDoNotRefuseThePatch(t *testing.T) {
+	c := threePools()
+	c.Generation = 4
+	var p *Platform
+	var dyn *dynamicfake.FakeDynamicClient
+	attempts := 0
+	p, dyn = fakePlatform(t, c, func(stored *unstructured.Unstructured, patch []byte) error {
+		attempts++
+		// A status update landed since park's read.
+		stored.SetResourceVersion(nextVersion(stored.GetResourceVersion()))
+		assert.NilError(t, unstructured.SetNestedField(stored.Object, "Provisioned", "status", "phase"))
+		assert.NilError(t, dyn.Tracker().Update(clusterGVR, stored, stored.GetNamespace()))
+		return applyJSONPatch(t, dyn, stored, patch)
+	})
+	_, err := applyPlan(context.Background(), p, "app", cli.DryRunNone, nil, func(c *capi.Cluster) (*ParkPlan, error) {
+		return PlanPark(c, parkedAt, "alice")
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, attempts, 1, "one patch")
+	parked := readCluster(t, p)
+	assert.Equal(t, *parked.Spec.Topology.Workers.MachineDeployments[0].Replicas, int32(0))
 }

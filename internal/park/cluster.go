@@ -92,12 +92,14 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 		patch.replace(annotationPath(RecordAnnotation), raw, value)
 	case existing != nil:
 	case c.Annotations == nil:
+		patch.test("/metadata/annotations", absent)
 		patch.add("/metadata/annotations", map[string]string{RecordAnnotation: value})
 	default:
+		patch.test(annotationPath(RecordAnnotation), absent)
 		patch.add(annotationPath(RecordAnnotation), value)
 	}
 	plan.Record = &record
-	plan.Patch = patch.guarded(c.ResourceVersion)
+	plan.Patch = patch.guarded(c.Generation)
 	return plan, nil
 }
 

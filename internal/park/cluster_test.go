@@ -22,7 +22,7 @@ var parkedAt = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 // autoscaler manages, as in the runbook.
 func threePools() *capi.Cluster {
 	return &capi.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "dynamo-prod", ResourceVersion: "7", Annotations: map[string]string{"team": "a"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "dynamo-prod", ResourceVersion: "7", Generation: 2, Annotations: map[string]string{"team": "a"}},
 		Spec: capi.ClusterSpec{Topology: &capi.Topology{ClassRef: &capi.ClassRef{Name: "kubevirt-kubeadm"}, Version: "v1.34.1",
 			Workers: &capi.Workers{
 				MachineDeployments: []capi.WorkerPool{

@@ -8,21 +8,26 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 )
 
-// Patch is a JSON patch. It starts with a test of the Cluster's
-// resourceVersion, so any edit since the read (also one that adds a field or
-// an annotation the patch adds, which no value test could see) makes the
-// whole patch fail instead of being overwritten; and every path it changes
-// is preceded by a test of the value the plan was made from, so the patch
-// says what it expects.
+// Patch is a JSON patch. It starts with a test of the Cluster's generation,
+// so any change of its spec since the read (also one that adds a field the
+// patch adds, which no value test could see) makes the whole patch fail
+// instead of being overwritten; every path it changes is preceded by a test
+// of the value the plan was made from, and every annotation it adds by a test
+// that it is still absent. Not the resourceVersion: Cluster API updates a
+// busy Cluster's status many times a minute, and a patch guarded by it would
+// lose that race again and again.
 type Patch []api.PatchOp
 
-// guarded returns the patch behind a test of the resourceVersion the plan
-// was made from; an empty patch stays empty.
-func (p Patch) guarded(resourceVersion string) Patch {
+// absent is the value a test operation compares a missing member with.
+var absent = json.RawMessage("null")
+
+// guarded returns the patch behind a test of the generation the plan was
+// made from; an empty patch stays empty.
+func (p Patch) guarded(generation int64) Patch {
 	if len(p) == 0 {
 		return p
 	}
-	return append(Patch{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}, p...)
+	return append(Patch{{Op: "test", Path: "/metadata/generation", Value: generation}}, p...)
 }
 
 // JSON is the patch as it is sent.

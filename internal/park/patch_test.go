@@ -2,6 +2,7 @@ package park
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -29,6 +30,9 @@ func applyToCluster(t *testing.T, c *capi.Cluster, plan func(*capi.Cluster) Patc
 	var back capi.Cluster
 	assert.NilError(t, json.Unmarshal(out, &back))
 	back.ResourceVersion = nextVersion(c.ResourceVersion)
+	if !reflect.DeepEqual(back.Spec, c.Spec) {
+		back.Generation = c.Generation + 1
+	}
 	return &back
 }
 

@@ -3,6 +3,7 @@ package park
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -139,14 +140,14 @@ type clusterPlan interface {
 // With a client dry-run nothing is sent.
 func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dryRun cli.DryRun, progress *cli.Progress, makePlan func(*capi.Cluster) (P, error)) (P, error) {
 	var plan P
-	lastVersion := ""
+	var last *capi.Cluster
 	var patchErr error
 	for attempt := 1; ; attempt++ {
 		c, err := p.Cluster(ctx, name)
 		if err != nil {
 			return plan, err
 		}
-		if lastVersion != "" && c.ResourceVersion == lastVersion {
+		if last != nil && c.Generation == last.Generation && maps.Equal(c.Annotations, last.Annotations) {
 			// The cluster did not change, so the refusal was not a race: a
 			// webhook or validation said no, and says why.
 			return plan, fmt.Errorf("patching cluster %s/%s: %w; nothing was changed", p.Namespace, name, patchErr)
@@ -168,7 +169,7 @@ func applyPlan[P clusterPlan](ctx context.Context, p *Platform, name string, dry
 			return plan, fmt.Errorf("cluster %s/%s kept changing while it was being patched (%d attempts); nothing was changed, run the command again: %w", p.Namespace, name, attempt, patchErr)
 		}
 		progress.Update("cluster %s changed since it was read (%v); reading it again", name, patchErr)
-		lastVersion = c.ResourceVersion
+		last = c
 	}
 }
 

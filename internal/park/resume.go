@@ -91,7 +91,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		patch.test(annotationPath(RecordAnnotation), raw)
 		patch.remove(annotationPath(RecordAnnotation))
 	}
-	plan.Patch = patch.guarded(c.ResourceVersion)
+	plan.Patch = patch.guarded(c.Generation)
 	return plan, nil
 }
 
