@@ -1,12 +1,13 @@
 package spoke
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -137,12 +138,16 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
+	// Both lists finish, so that the Spokes' error (a missing CRD, say) is
+	// the one reported, whichever fails first.
 	var spokes []fleetconfig.Spoke
 	var clusters []ocm.ManagedCluster
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { spokes, err = o.hub.listedSpokes(gctx, ns, o.Selector); return err })
-	g.Go(func() (err error) { clusters, err = o.hub.listedClusters(gctx); return err })
-	if err := g.Wait(); err != nil {
+	var spokesErr, clustersErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { spokes, spokesErr = o.hub.listedSpokes(ctx, ns, o.Selector) })
+	wg.Go(func() { clusters, clustersErr = o.hub.listedClusters(ctx) })
+	wg.Wait()
+	if err := cmp.Or(spokesErr, clustersErr); err != nil {
 		return err
 	}
 	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)
