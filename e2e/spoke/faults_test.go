@@ -90,7 +90,9 @@ func TestFaultAddSpokeAnswerLost(t *testing.T) {
 
 func TestFaultRemoveAnswerLost(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
-	r := spoke(t, "add", "fault-remove", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply")
+	// The scenario is the lost answer, not the drain: as before the chart's
+	// default turned forceClusterDrain on.
+	r := spoke(t, "add", "fault-remove", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply", "--force-cluster-drain=false")
 	assert.Equal(t, r.ExitCode, 0, r)
 	viaFault := throughFault(t, &harness.Fault{Method: "DELETE", PathContains: "/spokes/fault-remove", Action: harness.LoseResponse})
 	args := []string{"remove", "fault-remove", "--values", values, "--wait", "--timeout", "2m"}
