@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -177,23 +175,130 @@ func (o *AddOptions) valuesFile() (string, values.Kind) {
 	return o.ValuesFile, values.HelmValues
 }
 
-// addPlan is what add found and will write.
+// secretAction is what add does to the spoke's kubeconfig secret.
+type secretAction string
+
+const (
+	secretCreate secretAction = "create"
+	// secretUpdate writes the new kubeconfig into a secret that holds one
+	// of the same cluster.
+	secretUpdate secretAction = "update"
+	// secretReplace writes over a secret that is not shown to be this
+	// cluster's (--overwrite).
+	secretReplace   secretAction = "replace"
+	secretUnchanged secretAction = "unchanged"
+)
+
+// entryAction is what add does to the values file.
+type entryAction string
+
+const (
+	entryNoFile  entryAction = "no file"
+	entryAdd     entryAction = "add"
+	entryPresent entryAction = "present"
+)
+
+// spokeAction is what add --apply does to the Spoke.
+type spokeAction string
+
+const (
+	spokeNotApplied spokeAction = "not applied"
+	spokeCreate     spokeAction = "create"
+	spokePresent    spokeAction = "present"
+)
+
+// addFacts is what add read before planning: the new kubeconfig, the
+// fleet's Hub, and what already exists under the spoke's name.
+type addFacts struct {
+	Namespace  string
+	Kubeconfig []byte
+	// Redacted is the kubeconfig without its credentials, for dry-run output.
+	Redacted   []byte
+	Credential kubeconfig.Credential
+	Hub        *fleetconfig.Hub
+	// Secret is the existing NAME-kubeconfig secret (nil: none), and
+	// SecretHolds what it was found to hold when its kubeconfig differs.
+	Secret      *corev1.Secret
+	SecretHolds secretHolds
+	// Spoke is the existing Spoke of that name (nil: none).
+	Spoke *fleetconfig.Spoke
+	// File is the values or HelmRelease file as read (nil: none given).
+	File *values.File
+}
+
+// secretHolds is what an existing secret with another kubeconfig holds.
+type secretHolds struct {
+	// Unreadable is why it holds no kubeconfig this command can read.
+	Unreadable error
+	// OtherCluster is how its kubeconfig's cluster differs ("": the same).
+	OtherCluster string
+}
+
+// addPlan is what add will write: a value built by planAdd from what was
+// read, applied by apply and shown by steps.
 type addPlan struct {
-	kc         *kubeconfig.Kubeconfig
-	credential kubeconfig.Credential
-	// hubResource is the fleet's Hub the spoke joins (o.hub is the hub
-	// cluster's clients).
-	hubResource *fleetconfig.Hub
-	secret      *corev1.Secret
-	// existingSecret is the secret as read, when there is one: the update
-	// carries its resourceVersion.
-	existingSecret *corev1.Secret
-	secretStep     string
-	file           *values.File
-	edited         []byte
-	valuesStep     string
-	spoke          *fleetconfig.Spoke
-	spokeStep      string
+	Secret       secretWrite           `json:"-"`
+	SecretAction secretAction          `json:"secretAction"`
+	Credential   kubeconfig.Credential `json:"credential"`
+	Values       entryAction           `json:"values"`
+	ListPath     string                `json:"listPath,omitempty"`
+	File         *values.File          `json:"-"`
+	Edited       []byte                `json:"-"`
+	SpokeAction  spokeAction           `json:"spokeAction"`
+	// Spoke is the Spoke as the chart would render it from the entry.
+	Spoke *fleetconfig.Spoke `json:"spoke"`
+}
+
+// planAdd decides every write from the facts; it reads and writes nothing.
+func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
+	name := secretName(o.Name)
+	p := &addPlan{
+		Secret:      secretWrite{Namespace: f.Namespace, Name: name, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Secret},
+		Credential:  f.Credential,
+		Values:      entryNoFile,
+		SpokeAction: spokeNotApplied,
+	}
+	switch {
+	case f.Secret == nil:
+		p.SecretAction = secretCreate
+	case bytes.Equal(f.Secret.Data[fleetconfig.DefaultKubeconfigKey], f.Kubeconfig):
+		p.SecretAction = secretUnchanged
+	case o.Overwrite:
+		p.SecretAction = secretReplace
+	case f.SecretHolds.Unreadable != nil:
+		return nil, cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.Unreadable)
+	case f.SecretHolds.OtherCluster != "":
+		return nil, cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.OtherCluster)
+	default:
+		p.SecretAction = secretUpdate
+	}
+	var entry map[string]any
+	if f.File != nil {
+		kind := f.File.Kind
+		edited, changed, err := values.Add(f.File.Data, kind, values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup})
+		if err != nil {
+			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
+		}
+		p.File, p.Edited, p.ListPath, p.Values = f.File, edited, kind.ListPath(), entryPresent
+		if changed {
+			p.Values = entryAdd
+		}
+		if entry, err = values.EntryValues(edited, kind, o.Name); err != nil {
+			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
+		}
+	}
+	var err error
+	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, o.Cleanup); err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	if o.Apply {
+		// checkName showed an existing Spoke is this cluster's: a re-run.
+		p.SpokeAction = spokeCreate
+		if f.Spoke != nil {
+			p.SpokeAction = spokePresent
+		}
+	}
+	return p, nil
 }
 
 // Run checks everything, then writes.
@@ -203,18 +308,29 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.hub = hub
-	plan, err := o.preflight(ctx)
+	facts, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Apply, o.Wait, hub)); err != nil {
+	plan, err := planAdd(o, *facts)
+	if err != nil {
 		return err
 	}
-	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.credential}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Wait, hub)); err != nil {
+		return err
+	}
+	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.Credential}
 	report.DryRun = cli.DryRunName(o.DryRun)
 	p := cli.NewProgress(o.ErrOut)
-	if err := o.write(ctx, plan, report, p); err != nil {
+	if err := o.apply(ctx, plan, p); err != nil {
 		return err
+	}
+	report.Steps = plan.steps(hub.Namespace, o.Name, o.DryRun)
+	if o.DryRun != cli.DryRunNone {
+		report.Spoke = plan.Spoke
+		shown := plan.Secret.object()
+		shown.Data = map[string][]byte{fleetconfig.DefaultKubeconfigKey: facts.Redacted}
+		report.Secret = shown
 	}
 	if o.Apply && o.Wait && o.DryRun == cli.DryRunNone {
 		if err := hub.WaitJoined(ctx, o.Name, cli.NewDeadline(o.Timeout), p); err != nil {
@@ -223,7 +339,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		}
 		report.Steps = append(report.Steps, Step{"join", "joined and available"})
 	}
-	report.Next = o.next(plan)
+	report.Next = o.next()
 	return o.print(report)
 }
 
@@ -239,7 +355,7 @@ func (o *AddOptions) print(r *AddReport) error {
 	return nil
 }
 
-func (o *AddOptions) next(plan *addPlan) string {
+func (o *AddOptions) next() string {
 	if o.DryRun != cli.DryRunNone {
 		return "run again without --dry-run to make these changes"
 	}
@@ -257,18 +373,18 @@ func (o *AddOptions) next(plan *addPlan) string {
 	return "add the spoke to fleetConfig.spokes and helm upgrade, or run again with --apply"
 }
 
-// preflight runs every check and builds the plan; it writes nothing.
-func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
-	plan := &addPlan{}
+// read runs every check that asks a cluster or the file system, and
+// gathers the facts planAdd decides on; it writes nothing.
+func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
+	f := &addFacts{Namespace: o.hub.Namespace}
 	kc, err := kubeconfig.Load(o.KubeconfigFile)
 	if err != nil {
 		return nil, cli.Refusedf("%w; nothing was changed", err)
 	}
-	plan.kc = kc
-	if plan.credential, err = kc.Credential(time.Now(), o.MinLifetime); err != nil {
+	if f.Credential, err = kc.Credential(time.Now(), o.MinLifetime); err != nil {
 		return nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
 	}
-	if plan.hubResource, err = o.findHub(ctx); err != nil {
+	if f.Hub, err = o.findHub(ctx); err != nil {
 		return nil, err
 	}
 	id, err := kc.Reach(ctx)
@@ -283,52 +399,50 @@ func (o *AddOptions) preflight(ctx context.Context) (*addPlan, error) {
 		return nil, cli.Refusedf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
 			o.KubeconfigFile, kc.User, kc.Server, strings.Join(missing, ", "))
 	}
-	if err := o.checkName(ctx, id); err != nil {
+	if f.Spoke, err = o.checkName(ctx, id); err != nil {
 		return nil, err
 	}
-	if err := o.planSecret(ctx, plan, id); err != nil {
+	if f.Kubeconfig, err = kc.Bytes(); err != nil {
+		return nil, cli.Refusedf("encoding the minified kubeconfig: %w; nothing was changed", err)
+	}
+	if f.Redacted, err = kc.Redacted(); err != nil {
 		return nil, err
 	}
-	var entry map[string]any
+	if f.Secret, err = o.hub.Secret(ctx, secretName(o.Name)); err != nil {
+		return nil, err
+	}
+	if s := f.Secret; s != nil && !o.Overwrite && !bytes.Equal(s.Data[fleetconfig.DefaultKubeconfigKey], f.Kubeconfig) {
+		old, err := kubeconfig.FromSecret(s, fleetconfig.DefaultKubeconfigKey)
+		if err != nil {
+			f.SecretHolds.Unreadable = err
+		} else if same, by := reachOrOffline(ctx, old).SameAs(id); !same {
+			f.SecretHolds.OtherCluster = by
+		}
+	}
 	if file, kind := o.valuesFile(); file != "" {
-		if plan.file, err = values.Read(file, kind); err != nil {
+		if f.File, err = values.Read(file, kind); err != nil {
 			return nil, cli.Refusedf("%w; nothing was changed", err)
 		}
-		edited, changed, err := values.Add(plan.file.Data, kind, values.Entry{Name: o.Name, SecretName: secretName(o.Name), CopyFrom: o.CopyFrom, Cleanup: o.Cleanup})
-		if err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", file, err)
-		}
-		plan.edited = edited
-		plan.valuesStep = "entry added to " + kind.ListPath()
-		if !changed {
-			plan.valuesStep = "entry already in " + kind.ListPath()
-		}
-		if entry, err = values.EntryValues(edited, kind, o.Name); err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", file, err)
-		}
 	}
-	if plan.spoke, err = RenderSpoke(o.Name, plan.hubResource, secretName(o.Name), entry, o.Cleanup); err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
-	}
-	return plan, nil
+	return f, nil
 }
 
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
 
 // access is what writing the plan needs on the hub.
-func (p *addPlan) access(apply, wait bool, hub *Hub) []cli.Access {
+func (p *addPlan) access(wait bool, hub *Hub) []cli.Access {
 	var out []cli.Access
-	switch p.secretStep {
-	case "created": // server-side apply creates: both verbs are checked
-		out = append(out, access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
-	case "updated":
-		out = append(out, access("patch", secretResource, hub.Namespace))
+	switch p.SecretAction {
+	case secretCreate:
+		out = append(out, access("create", secretResource, hub.Namespace))
+	case secretUpdate, secretReplace:
+		out = append(out, access("update", secretResource, hub.Namespace))
 	}
-	if apply {
+	if p.SpokeAction != spokeNotApplied {
 		// The Spoke may not exist yet: server-side apply would create it.
 		out = append(out, hub.spokeAccess("create", "patch")...)
 	}
-	if apply && wait {
+	if p.SpokeAction != spokeNotApplied && wait {
 		out = append(out, hub.waitJoinedAccess()...)
 	}
 	return out
@@ -360,43 +474,43 @@ func (o *AddOptions) findHub(ctx context.Context) (*fleetconfig.Hub, error) {
 	return nil, cli.Refusedf("namespace %s has several Hubs (%s); nothing was changed: pick one with --hub", o.hub.Namespace, strings.Join(names, ", "))
 }
 
-// checkName refuses a name another cluster uses. The same cluster under the
-// same name is a re-run.
-func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) error {
+// checkName refuses a name another cluster uses, and returns the Spoke of
+// that name (nil: none). The same cluster under the same name is a re-run.
+func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) (*fleetconfig.Spoke, error) {
 	s, err := o.hub.Spoke(ctx, o.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s == nil {
 		mc, err := o.hub.ManagedCluster(ctx, o.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if mc != nil {
-			return cli.Refusedf("a ManagedCluster %s already exists without a Spoke (joined some other way); nothing was changed: pick another name, or unjoin that cluster first", o.Name)
+			return nil, cli.Refusedf("a ManagedCluster %s already exists without a Spoke (joined some other way); nothing was changed: pick another name, or unjoin that cluster first", o.Name)
 		}
-		return nil
+		return nil, nil
 	}
 	if err := refuseComputePool(s); err != nil {
-		return err
+		return nil, err
 	}
 	if s.DeletionTimestamp != nil {
-		return cli.Refusedf("spoke %s is being deleted; nothing was changed: wait for it to go (kubectl spoke status %s), then add it again", o.Name, o.Name)
+		return nil, cli.Refusedf("spoke %s is being deleted; nothing was changed: wait for it to go (kubectl spoke status %s), then add it again", o.Name, o.Name)
 	}
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil || ref.Name != secretName(o.Name) {
-		return cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
+		return nil, cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
 	kc, _, err := o.hub.StoredKubeconfig(ctx, s)
 	switch {
 	case err == nil:
 		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
-			return cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
+			return nil, cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
 		}
 	case cli.IsRefused(err) && !o.Overwrite:
-		return cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
+		return nil, cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
 	}
-	return nil
+	return s, nil
 }
 
 // reachOrOffline is the identity of the cluster a kubeconfig reaches: asked
@@ -409,124 +523,53 @@ func reachOrOffline(ctx context.Context, kc *kubeconfig.Kubeconfig) kubeconfig.I
 	return id
 }
 
-func (o *AddOptions) planSecret(ctx context.Context, plan *addPlan, id kubeconfig.Identity) error {
-	data, err := plan.kc.Bytes()
-	if err != nil {
-		return cli.Refusedf("encoding the minified kubeconfig: %w; nothing was changed", err)
-	}
-	plan.secret = &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: secretName(o.Name), Namespace: o.hub.Namespace},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: data},
-	}
-	existing, err := o.hub.Secret(ctx, plan.secret.Name)
-	if err != nil {
-		return err
-	}
-	plan.existingSecret = existing
-	switch {
-	case existing == nil:
-		plan.secretStep = "created"
-	case bytes.Equal(existing.Data[fleetconfig.DefaultKubeconfigKey], data):
-		plan.secretStep = "unchanged"
-	case o.Overwrite:
-		plan.secretStep = "replaced (--overwrite)"
-	default:
-		old, err := kubeconfig.FromSecret(existing, fleetconfig.DefaultKubeconfigKey)
-		if err != nil {
-			return cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, err)
+// apply makes the plan's writes: the secret, the values file, the Spoke.
+// With --dry-run=client it sends nothing; with server every write is a
+// server dry run; under both the file is left alone.
+func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) error {
+	if o.DryRun != cli.DryRunClient && plan.SecretAction != secretUnchanged {
+		p.Update("writing secret %s/%s", plan.Secret.Namespace, plan.Secret.Name)
+		if err := o.hub.writeSecret(ctx, plan.Secret, o.DryRun); err != nil {
+			return err
 		}
-		if same, by := reachOrOffline(ctx, old).SameAs(id); !same {
-			return cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", o.hub.Namespace, plan.secret.Name, by)
+	}
+	if plan.Values == entryAdd && o.DryRun == cli.DryRunNone {
+		if err := plan.File.Write(plan.Edited); err != nil {
+			return fmt.Errorf("%w; the secret %s is in place: fix that and run the same command again", err, plan.Secret.Name)
 		}
-		plan.secretStep = "updated"
+	}
+	if plan.SpokeAction == spokeCreate && o.DryRun != cli.DryRunClient {
+		p.Update("creating Spoke %s", o.Name)
+		if err := o.hub.createSpoke(ctx, plan.Spoke, o.DryRun); err != nil {
+			return fmt.Errorf("%w; the secret and values entry are in place: run the same command again", err)
+		}
 	}
 	return nil
 }
 
-// write applies the plan: secret, values file, Spoke. With --dry-run=client
-// it only reports; with server every write is a server dry run and the file
-// is left alone.
-func (o *AddOptions) write(ctx context.Context, plan *addPlan, r *AddReport, p *cli.Progress) error {
+// steps is what the plan did, or under a dry run would do, as report steps.
+func (p *addPlan) steps(ns, name string, dryRun cli.DryRun) []Step {
 	would := func(s string) string {
-		if o.DryRun != cli.DryRunNone {
+		if dryRun != cli.DryRunNone {
 			return "would be " + s
 		}
 		return s
 	}
-	secretWhat := "secret " + o.hub.Namespace + "/" + plan.secret.Name
-	if o.DryRun != cli.DryRunClient && plan.secretStep != "unchanged" {
-		p.Update("writing %s", secretWhat)
-		if err := o.writeSecret(ctx, plan); err != nil {
-			return err
-		}
+	secret := map[secretAction]string{secretCreate: "created", secretUpdate: "updated", secretReplace: "replaced (--overwrite)", secretUnchanged: "unchanged"}[p.SecretAction]
+	out := []Step{{"secret " + ns + "/" + p.Secret.Name, would(secret) + " (" + p.Credential.Kind + ", expires " + p.Credential.ExpiryString() + ")"}}
+	switch {
+	case p.Values == entryPresent:
+		out = append(out, Step{"values " + p.File.Path, "entry already in " + p.ListPath})
+	case p.Values == entryAdd && dryRun != cli.DryRunNone:
+		out = append(out, Step{"values " + p.File.Path, "would add the entry to " + p.ListPath})
+	case p.Values == entryAdd:
+		out = append(out, Step{"values " + p.File.Path, "entry added to " + p.ListPath})
 	}
-	r.Steps = append(r.Steps, Step{secretWhat, would(plan.secretStep) + " (" + plan.credential.Kind + ", expires " + plan.credential.ExpiryString() + ")"})
-	if plan.file != nil {
-		if !strings.HasPrefix(plan.valuesStep, "entry already") && o.DryRun == cli.DryRunNone {
-			if err := plan.file.Write(plan.edited); err != nil {
-				return fmt.Errorf("%w; the secret %s is in place: fix that and run the same command again", err, plan.secret.Name)
-			}
-		}
-		step := plan.valuesStep
-		if o.DryRun != cli.DryRunNone && !strings.HasPrefix(step, "entry already") {
-			step = "would add the entry to " + strings.TrimPrefix(step, "entry added to ")
-		}
-		r.Steps = append(r.Steps, Step{"values " + plan.file.Path, step})
+	switch p.SpokeAction {
+	case spokeCreate:
+		out = append(out, Step{"spoke " + ns + "/" + name, would("created")})
+	case spokePresent:
+		out = append(out, Step{"spoke " + ns + "/" + name, "already there"})
 	}
-	if o.Apply {
-		existing, err := o.hub.Spoke(ctx, o.Name)
-		if err != nil {
-			return err
-		}
-		result := would("created")
-		if existing != nil {
-			// checkName showed it is this cluster's: a re-run.
-			result = "already there"
-		} else if o.DryRun != cli.DryRunClient {
-			p.Update("creating Spoke %s", o.Name)
-			if err := o.hub.createSpoke(ctx, plan.spoke, o.DryRun); err != nil {
-				return fmt.Errorf("%w; the secret and values entry are in place: run the same command again", err)
-			}
-		}
-		r.Steps = append(r.Steps, Step{"spoke " + o.hub.Namespace + "/" + o.Name, result})
-	}
-	if o.DryRun != cli.DryRunNone {
-		r.Spoke = plan.spoke
-		red, err := plan.kc.Redacted()
-		if err != nil {
-			return err
-		}
-		shown := plan.secret.DeepCopy()
-		shown.Data = map[string][]byte{fleetconfig.DefaultKubeconfigKey: red}
-		r.Secret = shown
-	}
-	return nil
-}
-
-// writeSecret creates the secret, or updates the one read in preflight
-// with its resourceVersion: a secret created or changed by someone else in
-// between makes the write fail instead of being overwritten.
-func (o *AddOptions) writeSecret(ctx context.Context, plan *addPlan) error {
-	secrets := o.hub.Kube.CoreV1().Secrets(plan.secret.Namespace)
-	opts := metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
-	var err error
-	if plan.existingSecret == nil {
-		_, err = secrets.Create(cli.HideBodies(ctx), plan.secret, opts)
-	} else {
-		s := plan.existingSecret.DeepCopy()
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data[fleetconfig.DefaultKubeconfigKey] = plan.secret.Data[fleetconfig.DefaultKubeconfigKey]
-		_, err = secrets.Update(cli.HideBodies(ctx), s, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: opts.DryRun})
-	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run the same command again", plan.secret.Namespace, plan.secret.Name)
-	}
-	if err != nil {
-		return fmt.Errorf("writing secret %s/%s: %w; nothing else was changed", plan.secret.Namespace, plan.secret.Name, err)
-	}
-	return nil
+	return out
 }

@@ -2,15 +2,25 @@ package spoke
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/values"
 )
 
 const notFound = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
@@ -74,4 +84,94 @@ func TestAddCreatesOnly(t *testing.T) {
 		"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke",
 		"POST /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes?fieldManager=kubectl-spoke",
 	}))
+}
+
+// planValues is a values file with one entry, spoke-1.
+const planValues = `fleetConfig:
+  spokes:
+  # the first spoke
+  - name: spoke-1
+    kubeconfig:
+      secretReference: {name: spoke-1-kubeconfig, kubeconfigKey: kubeconfig}
+    ociRegistry:
+      endpoint: oci://registry.example.com/mural
+`
+
+func planHub() *fleetconfig.Hub {
+	return &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system",
+		Annotations: map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"}}}
+}
+
+// TestPlanAdd shows, for what add can find, the plan and the steps it
+// prints, written and under a dry run.
+func TestPlanAdd(t *testing.T) {
+	expires := now.Add(365 * 24 * time.Hour)
+	cred := kubeconfig.Credential{Kind: "client certificate", Expires: &expires}
+	secret := func(data string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"},
+			Data: map[string][]byte{fleetconfig.DefaultKubeconfigKey: []byte(data)}}
+	}
+	file := func(data string) *values.File {
+		return &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(data)}
+	}
+	withSpoke := planValues + "  - name: spoke-2\n    kubeconfig:\n      secretReference: {name: spoke-2-kubeconfig}\n"
+	existing := newSpoke("spoke-2")
+	cases := []struct {
+		name  string
+		opts  AddOptions
+		facts addFacts
+	}{
+		{"new, values file, apply", AddOptions{Apply: true}, addFacts{File: file(planValues)}},
+		{"again: all in place", AddOptions{Apply: true}, addFacts{Secret: secret("new"), File: file(withSpoke), Spoke: &existing}},
+		{"new credentials of the same cluster, no file", AddOptions{}, addFacts{Secret: secret("old")}},
+		{"overwrite a secret of another cluster", AddOptions{Overwrite: true}, addFacts{Secret: secret("old"), SecretHolds: secretHolds{OtherCluster: "kube-system namespace UID"}}},
+	}
+	var out strings.Builder
+	for _, tc := range cases {
+		tc.opts.Name, tc.opts.Cleanup = "spoke-2", fleetconfig.ChartCleanupDefaults
+		tc.facts.Namespace, tc.facts.Hub, tc.facts.Kubeconfig, tc.facts.Credential = "mural-system", planHub(), []byte("new"), cred
+		p, err := planAdd(&tc.opts, tc.facts)
+		assert.NilError(t, err, tc.name)
+		data, err := json.MarshalIndent(p, "", "  ")
+		assert.NilError(t, err)
+		fmt.Fprintf(&out, "== %s\n%s\n", tc.name, data)
+		if p.Values == entryAdd {
+			fmt.Fprintf(&out, "-- edited values\n%s", p.Edited)
+		}
+		for _, dry := range []cli.DryRun{cli.DryRunNone, cli.DryRunClient} {
+			fmt.Fprintf(&out, "-- steps, dry run %q\n", cli.DryRunName(dry))
+			for _, s := range p.steps("mural-system", "spoke-2", dry) {
+				fmt.Fprintf(&out, "%s: %s\n", s.What, s.Result)
+			}
+		}
+	}
+	golden.Assert(t, out.String(), "add-plans.golden")
+}
+
+func TestPlanAddRefusals(t *testing.T) {
+	base := addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
+		Secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("old")}}}
+	for name, tc := range map[string]struct {
+		opts    AddOptions
+		facts   func(addFacts) addFacts
+		wantErr string
+	}{
+		"secret holds no kubeconfig": {AddOptions{}, func(f addFacts) addFacts { f.SecretHolds.Unreadable = errors.New("not yaml"); return f },
+			"does not hold a kubeconfig this command can read (not yaml)"},
+		"secret of another cluster": {AddOptions{}, func(f addFacts) addFacts { f.SecretHolds.OtherCluster = "server URL"; return f },
+			"holds a kubeconfig of another cluster (different server URL)"},
+		"no entry to copy from": {AddOptions{CopyFrom: "nope"}, func(f addFacts) addFacts {
+			f.Secret = nil
+			f.File = &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte(planValues)}
+			return f
+		}, `v.yaml: --copy-from "nope": no such entry`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.opts.Name = "spoke-2"
+			_, err := planAdd(&tc.opts, tc.facts(base))
+			assert.ErrorContains(t, err, tc.wantErr)
+			assert.ErrorContains(t, err, "nothing was changed")
+			assert.Check(t, cli.IsRefused(err))
+		})
+	}
 }
