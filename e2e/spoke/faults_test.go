@@ -141,7 +141,7 @@ func TestFaultForceRemoveDeleteFails(t *testing.T) {
 	r = viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)
 	assert.Check(t, is.Contains(r.Stderr, "deleting Spoke mural-system/fault-force"), r)
-	assert.Check(t, is.Contains(r.Stderr, "it is annotated for force-delete: run this again"), r)
+	assert.Check(t, is.Contains(r.Stderr, "it is annotated for force-delete: run the same command again"), r)
 	s := spokeObject(t, "fault-force")
 	assert.Assert(t, s != nil)
 	assert.Equal(t, s.GetAnnotations()[fleetconfig.ForceDeleteAnnotation], "true")

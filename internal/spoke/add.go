@@ -279,9 +279,9 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		if err != nil {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
 		}
-		p.File, p.Edited, p.ListPath, p.Values = f.File, edited, kind.ListPath(), entryPresent
+		p.File, p.ListPath, p.Values = f.File, kind.ListPath(), entryPresent
 		if changed {
-			p.Values = entryAdd
+			p.Edited, p.Values = edited, entryAdd
 		}
 		if entry, err = values.EntryValues(edited, kind, o.Name); err != nil {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)

@@ -132,18 +132,7 @@ func TestPlanAdd(t *testing.T) {
 		tc.facts.Namespace, tc.facts.Hub, tc.facts.Kubeconfig, tc.facts.Credential = "mural-system", planHub(), []byte("new"), cred
 		p, err := planAdd(&tc.opts, tc.facts)
 		assert.NilError(t, err, tc.name)
-		data, err := json.MarshalIndent(p, "", "  ")
-		assert.NilError(t, err)
-		fmt.Fprintf(&out, "== %s\n%s\n", tc.name, data)
-		if p.Values == entryAdd {
-			fmt.Fprintf(&out, "-- edited values\n%s", p.Edited)
-		}
-		for _, dry := range []cli.DryRun{cli.DryRunNone, cli.DryRunClient} {
-			fmt.Fprintf(&out, "-- steps, dry run %q\n", cli.DryRunName(dry))
-			for _, s := range p.steps("mural-system", "spoke-2", dry) {
-				fmt.Fprintf(&out, "%s: %s\n", s.What, s.Result)
-			}
-		}
+		describePlan(t, &out, tc.name, p, p.Edited, func(dry cli.DryRun) []Step { return p.steps("mural-system", "spoke-2", dry) })
 	}
 	golden.Assert(t, out.String(), "add-plans.golden")
 }
@@ -173,5 +162,23 @@ func TestPlanAddRefusals(t *testing.T) {
 			assert.ErrorContains(t, err, "nothing was changed")
 			assert.Check(t, cli.IsRefused(err))
 		})
+	}
+}
+
+// describePlan writes a plan for a golden file: its JSON, the file as the
+// plan edits it, and the steps printed when written and under a dry run.
+func describePlan(t *testing.T, out *strings.Builder, name string, plan any, edited []byte, steps func(cli.DryRun) []Step) {
+	t.Helper()
+	data, err := json.MarshalIndent(plan, "", "  ")
+	assert.NilError(t, err)
+	fmt.Fprintf(out, "== %s\n%s\n", name, data)
+	if edited != nil {
+		fmt.Fprintf(out, "-- edited values\n%s", edited)
+	}
+	for _, dry := range []cli.DryRun{cli.DryRunNone, cli.DryRunClient} {
+		fmt.Fprintf(out, "-- steps, dry run %q\n", cli.DryRunName(dry))
+		for _, s := range steps(dry) {
+			fmt.Fprintf(out, "%s: %s\n", s.What, s.Result)
+		}
 	}
 }

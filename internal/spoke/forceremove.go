@@ -2,16 +2,13 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -23,31 +20,25 @@ import (
 
 // ForceRemoveOptions are the options of `kubectl spoke force-remove`.
 type ForceRemoveOptions struct {
-	Name            string
+	removalOptions
 	Yes             bool
 	EvenIfReachable bool
-	// ValuesFile and ReleaseFile, when given, lose the spoke's entry.
-	ValuesFile  string
-	ReleaseFile string
-	Timeout     time.Duration
-	DryRun      cli.DryRun
-	Output      *cli.Output
-
-	f *cli.Factory
-	genericiooptions.IOStreams
 }
 
 // NewCmdForceRemove builds `kubectl spoke force-remove`.
 func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ForceRemoveOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	o := &ForceRemoveOptions{removalOptions: newRemovalOptions(f, streams)}
 	cmd := &cobra.Command{
 		Use:   "force-remove NAME",
 		Short: "Remove a spoke that cannot be reached any more, without its cooperation",
 		Long: templates.LongDesc(`
-			Remove a spoke whose cluster is gone or unreachable: the hub cleans up
-			its side (ManifestWorks, ManagedCluster, namespace) without waiting for
-			the cluster to unjoin. Whatever was on the cluster stays there; the
-			command prints what that may be and how to remove it.
+			Remove a spoke whose cluster is gone or unreachable: the Spoke gets the
+			annotation fleetconfig.open-cluster-management.io/force-delete=true
+			and is deleted, and the hub cleans up its side (ManifestWorks,
+			ManagedCluster, namespace) without waiting for the cluster to unjoin.
+			The command waits until that is done (at most --timeout). Whatever
+			was on the cluster stays there; the command prints what that may be
+			and how to remove it.
 
 			It goes ahead only when the spoke is shown to be unreachable: the hub
 			reports its ManagedCluster's Available condition False or Unknown, or
@@ -59,9 +50,11 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			error. Asks for confirmation unless --yes.
 
 			With --values (or --helmrelease) the spoke's fleetConfig.spokes entry
-			is removed from that file too, as remove does; without, a spoke that
-			Helm renders gets a warning: the next helm upgrade would register it
-			again.`),
+			is removed from that file too, as remove does. A spoke a Helm release
+			renders gets a warning, since the next helm upgrade would register it
+			again: without a file, from the release named on the Spoke; with a
+			file that has no entry for it, because the release's values must
+			then live elsewhere.`),
 		Example: templates.Examples(`
 			# The cluster was destroyed; clean up the hub
 			kubectl spoke force-remove spoke-3 --yes
@@ -74,128 +67,62 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	}
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation.")
 	cmd.Flags().BoolVar(&o.EvenIfReachable, "even-if-reachable", false, "Force-remove even a spoke that is available and answers.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the hub to finish (0: no limit).")
-	cmd.Flags().StringVar(&o.ValuesFile, "values", "", "Helm values file to remove the spoke's fleetConfig.spokes entry from.")
-	cmd.Flags().StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest to remove the spoke's entry from.")
-	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
-	cli.AddDryRunFlag(cmd)
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "How long to wait for the hub to finish (0: no limit).")
 	return cmd
 }
 
-// Complete reads the arguments and the dry-run strategy.
-func (o *ForceRemoveOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	var err error
-	o.DryRun, err = cli.GetDryRun(cmd)
-	return err
-}
-
-// Validate rejects bad input before any request.
-func (o *ForceRemoveOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
-		return err
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if o.ValuesFile != "" && o.ReleaseFile != "" {
-		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
-	}
-	if o.Timeout < 0 {
-		return cli.UsageErrorf("--timeout must not be negative")
-	}
-	return o.Output.Validate()
-}
-
-// Run checks that the spoke is unreachable, confirms, annotates, deletes and waits.
+// Run checks that the spoke is unreachable, confirms, then carries out the
+// removal.
 func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	hub, err := NewHub(ctx, o.f)
 	if err != nil {
 		return err
 	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeForceRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
 	s, err := hub.Spoke(ctx, o.Name)
 	if err != nil {
 		return err
 	}
-	if s == nil {
-		r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, "already deleted"})
-		return o.Output.Print(o.Out, r, r.table)
-	}
-	if err := refuseComputePool(s); err != nil {
-		return err
-	}
-	if !o.EvenIfReachable {
-		unreachable, reason, err := hub.reachability(ctx, s).Verdict()
-		if err != nil {
-			return cli.Refusedf("cannot tell whether spoke %s is unreachable: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+	if s != nil {
+		if err := refuseComputePool(s); err != nil {
+			return err
 		}
-		if !unreachable {
-			return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
+		if err := o.refuseReachable(ctx, hub, s); err != nil {
+			return err
 		}
 	}
-	edit, err := planValuesRemoval(o.ValuesFile, o.ReleaseFile, o.Name)
+	file, err := readFile(o.ValuesFile, o.ReleaseFile)
 	if err != nil {
 		return err
 	}
-	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch", "delete"), hub.waitGoneAccess()); err != nil {
+	// A Spoke already gone leaves nothing to wait for.
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: file, Force: true, Wait: s != nil})
+	if err != nil {
 		return err
 	}
-	if o.DryRun == cli.DryRunClient {
-		r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "would be set"}, Step{"spoke " + hub.Namespace + "/" + o.Name, "would be deleted"})
-		if err := o.editValues(r, edit, s); err != nil {
+	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
+		return err
+	}
+	if s != nil && o.DryRun != cli.DryRunClient {
+		if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
 			return err
 		}
-		return o.Output.Print(o.Out, r, r.table)
 	}
-	if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
-		return err
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}}})
-	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace)
-	if _, err := spokes.Patch(ctx, o.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
-		return fmt.Errorf("annotating Spoke %s/%s: %w; nothing was changed", hub.Namespace, o.Name, err)
-	}
-	r.Steps = append(r.Steps, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "set"})
-	if s.DeletionTimestamp == nil {
-		uid := s.UID
-		if err := spokes.Delete(ctx, o.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
-			return fmt.Errorf("deleting Spoke %s/%s: %w; it is annotated for force-delete: run this again", hub.Namespace, o.Name, err)
-		}
-	}
-	r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, "deleted"})
-	if err := o.editValues(r, edit, s); err != nil {
-		return fmt.Errorf("%w; the Spoke was deleted: remove the entry by hand", err)
-	}
-	if o.DryRun == cli.DryRunServer {
-		return o.Output.Print(o.Out, r, r.table)
-	}
-	if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
-		_ = o.Output.Print(o.Out, r, r.table)
-		return fmt.Errorf("%w; run the same command again to keep waiting", err)
-	}
-	r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
-	r.Leftovers = Leftovers(s)
-	return o.Output.Print(o.Out, r, r.table)
+	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeForceRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
+	return o.carryOut(ctx, hub, plan, r, "run the same command again to keep waiting")
 }
 
-// editValues removes the spoke's values entry when a file was given (only
-// says so under a dry run), and otherwise warns when Helm renders the spoke.
-func (o *ForceRemoveOptions) editValues(r *RemoveReport, edit *valuesRemoval, s *fleetconfig.Spoke) error {
-	if edit != nil {
-		step, err := edit.apply(o.DryRun)
-		if err != nil {
-			return err
-		}
-		r.Steps = append(r.Steps, step)
+// refuseReachable refuses a spoke not shown to be unreachable, unless
+// --even-if-reachable.
+func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error {
+	if o.EvenIfReachable {
 		return nil
 	}
-	if release := HelmRelease(s); release != "" {
-		w := helmWarning(o.Name, release)
-		r.Warnings = append(r.Warnings, w)
-		fmt.Fprintln(o.ErrOut, w)
+	unreachable, reason, err := hub.reachability(ctx, s).Verdict()
+	if err != nil {
+		return cli.Refusedf("cannot tell whether spoke %s is unreachable: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+	}
+	if !unreachable {
+		return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,4 +87,30 @@ func TestForceRemoveRefusesWhenItCannotCheck(t *testing.T) {
 			assert.Check(t, strings.HasPrefix(r, "GET "), "a write was sent: %s", r)
 		}
 	}
+}
+
+// Under a server dry run the writes go out as they would for real: the
+// guarded annotation patch, then the delete; the values file is left alone.
+func TestForceRemoveServerDryRunSendsThePatchThenTheDelete(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}`)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200,
+		`{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"spoke-1"},"status":{"conditions":[{"type":"ManagedClusterConditionAvailable","status":"False","reason":"x","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1"}}`)
+	srv.Respond("DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	assert.NilError(t, os.WriteFile(valuesFile, []byte(planValues), 0o600))
+	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--dry-run=server", "--values", valuesFile)
+	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.DeepEqual(writes(srv), []string{
+		"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?dryRun=All&fieldManager=kubectl-spoke",
+		"DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1",
+	}))
+	assert.Check(t, is.Contains(out, "would be set"))
+	assert.Check(t, is.Contains(out, "entry would be removed"))
+	data, err := os.ReadFile(valuesFile)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(string(data), planValues))
 }

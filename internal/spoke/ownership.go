@@ -7,6 +7,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/values"
 )
 
 // ComputePool names the Compute Pool that owns a Spoke ("" when none).
@@ -53,6 +54,15 @@ func helmOwnership(s *fleetconfig.Spoke, hub *fleetconfig.Hub) {
 	}
 }
 
+// helmWarning is a removal's warning for a Spoke a Helm release renders,
+// when no file was given to remove its entry from.
 func helmWarning(name, release string) string {
-	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values; remove the entry there (kubectl spoke remove %s --values FILE, or by hand) and run helm upgrade, or the next upgrade registers it again", name, release, name)
+	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values; remove its entry there (run this again with --values FILE or --helmrelease FILE, or edit the file) and run helm upgrade, or the next upgrade registers it again", name, release)
+}
+
+// helmElsewhereWarning is a removal's warning for a Spoke a Helm release
+// renders, when the file given has no entry for it.
+func helmElsewhereWarning(name, release string, f *values.File) string {
+	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q, but %s has no entry for it in %s, so the release's values live elsewhere: remove the entry there and run helm upgrade, or the next upgrade registers it again",
+		name, release, f.Path, f.Kind.ListPath())
 }

@@ -1,0 +1,338 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/values"
+)
+
+// removalOptions are what remove and force-remove share: the spoke, the file
+// that may hold its entry, the wait's limit and how to print.
+type removalOptions struct {
+	Name        string
+	ValuesFile  string
+	ReleaseFile string
+	Timeout     time.Duration
+	DryRun      cli.DryRun
+	Output      *cli.Output
+
+	f *cli.Factory
+	genericiooptions.IOStreams
+}
+
+func newRemovalOptions(f *cli.Factory, streams genericiooptions.IOStreams) removalOptions {
+	return removalOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
+}
+
+// addFlags registers the flags both commands have; timeout says what
+// --timeout bounds.
+func (o *removalOptions) addFlags(cmd *cobra.Command, timeout string) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.ValuesFile, "values", "", "Helm values file to remove the spoke's fleetConfig.spokes entry from.")
+	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest to remove the spoke's spec.values.fleetConfig.spokes entry from.")
+	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, timeout)
+	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+}
+
+// Complete reads the arguments and the dry-run strategy.
+func (o *removalOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	var err error
+	o.DryRun, err = cli.GetDryRun(cmd)
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *removalOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if o.ValuesFile != "" && o.ReleaseFile != "" {
+		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
+	}
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout must not be negative")
+	}
+	return o.Output.Validate()
+}
+
+// readFile reads the --values or --helmrelease file; nil without one.
+func readFile(valuesFile, releaseFile string) (*values.File, error) {
+	path, kind := valuesFile, values.HelmValues
+	if releaseFile != "" {
+		path, kind = releaseFile, values.HelmRelease
+	}
+	if path == "" {
+		return nil, nil
+	}
+	f, err := values.Read(path, kind)
+	if err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	return f, nil
+}
+
+// deletion is what a removal does to the Spoke.
+type deletion string
+
+const (
+	deletionGone       deletion = "already deleted"
+	deletionInProgress deletion = "already being deleted"
+	deletionDelete     deletion = "delete"
+)
+
+// annotationAction is what force-remove does with the force-delete annotation.
+type annotationAction string
+
+const (
+	annotationNone    annotationAction = "none"
+	annotationSet     annotationAction = "set"
+	annotationPresent annotationAction = "present"
+)
+
+// entryRemoval is what a removal does to the values file.
+type entryRemoval string
+
+const (
+	entryRemovalNoFile  entryRemoval = "no file"
+	entryRemovalRemove  entryRemoval = "remove"
+	entryRemovalNoEntry entryRemoval = "no entry"
+)
+
+// removalInput is what a removal plan is built from: what was read, and
+// which command asks.
+type removalInput struct {
+	Namespace string
+	Name      string
+	// Spoke is nil when there is none.
+	Spoke *fleetconfig.Spoke
+	// File is nil when no file was given.
+	File *values.File
+	// Force is force-remove: the Spoke is annotated for force-delete first,
+	// and what may be left on the cluster is listed.
+	Force bool
+	Wait  bool
+}
+
+// removalPlan is what remove and force-remove will do: a value built by
+// planRemoval, applied by applyRemoval and shown by steps.
+type removalPlan struct {
+	Namespace     string   `json:"namespace"`
+	Name          string   `json:"name"`
+	Deletion      deletion `json:"deletion"`
+	DeletingState string   `json:"deletingState,omitempty"`
+	// UID guards the delete: a Spoke made again under the name is not deleted.
+	UID         types.UID        `json:"uid,omitempty"`
+	ForceDelete annotationAction `json:"forceDelete"`
+	// Patch sets the annotation, guarded by the resourceVersion read.
+	Patch      []api.PatchOp `json:"patch,omitempty"`
+	Values     entryRemoval  `json:"values"`
+	File       *values.File  `json:"-"`
+	Edited     []byte        `json:"-"`
+	Warning    string        `json:"warning,omitempty"`
+	Wait       bool          `json:"wait"`
+	Leftovers  []string      `json:"leftovers,omitempty"`
+	ValuesPath string        `json:"valuesPath,omitempty"`
+}
+
+// planRemoval decides every write of a removal from what was read; it reads
+// and writes nothing.
+func planRemoval(in removalInput) (*removalPlan, error) {
+	p := &removalPlan{Namespace: in.Namespace, Name: in.Name, Deletion: deletionGone, ForceDelete: annotationNone, Values: entryRemovalNoFile, Wait: in.Wait}
+	s := in.Spoke
+	switch {
+	case s == nil:
+	case s.DeletionTimestamp != nil:
+		p.Deletion, p.DeletingState = deletionInProgress, deletingState(s)
+	default:
+		p.Deletion, p.UID = deletionDelete, s.UID
+	}
+	if s != nil && in.Force {
+		p.ForceDelete, p.Patch = annotationSet, forceDeletePatch(s)
+		if s.Annotations[fleetconfig.ForceDeleteAnnotation] == "true" {
+			p.ForceDelete, p.Patch = annotationPresent, nil
+		}
+		p.Leftovers = Leftovers(s)
+	}
+	if f := in.File; f != nil {
+		edited, changed, err := values.Remove(f.Data, f.Kind, in.Name)
+		if err != nil {
+			return nil, cli.Refusedf("%s: %w; nothing was changed", f.Path, err)
+		}
+		p.File, p.ValuesPath, p.Values = f, f.Path, entryRemovalNoEntry
+		if changed {
+			p.Edited, p.Values = edited, entryRemovalRemove
+		}
+	}
+	if release := helmRelease(s); release != "" {
+		switch p.Values {
+		case entryRemovalNoFile:
+			p.Warning = helmWarning(in.Name, release)
+		case entryRemovalNoEntry:
+			p.Warning = helmElsewhereWarning(in.Name, release, in.File)
+		}
+	}
+	return p, nil
+}
+
+// helmRelease is the Helm release that renders s ("" when none, or no s).
+func helmRelease(s *fleetconfig.Spoke) string {
+	if s == nil {
+		return ""
+	}
+	return HelmRelease(s)
+}
+
+// forceDeletePatch adds the force-delete annotation in a JSON patch whose
+// test of the resourceVersion read makes it fail, rather than overwrite,
+// when someone changed the Spoke in between.
+func forceDeletePatch(s *fleetconfig.Spoke) []api.PatchOp {
+	ops := []api.PatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: s.ResourceVersion}}
+	if len(s.Annotations) == 0 {
+		return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}})
+	}
+	key := strings.NewReplacer("~", "~0", "/", "~1").Replace(fleetconfig.ForceDeleteAnnotation)
+	return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations/" + key, Value: "true"})
+}
+
+// access is what applying the plan needs on the hub.
+func (p *removalPlan) access(h *Hub) []cli.Access {
+	var verbs []string
+	if p.ForceDelete == annotationSet {
+		verbs = append(verbs, "patch")
+	}
+	if p.Deletion == deletionDelete {
+		verbs = append(verbs, "delete")
+	}
+	var out []cli.Access
+	if len(verbs) > 0 {
+		out = h.spokeAccess(verbs...)
+	}
+	if p.Wait {
+		out = append(out, h.waitGoneAccess()...)
+	}
+	return out
+}
+
+// applyRemoval makes the plan's writes: the annotation, the delete, the
+// values file. With --dry-run=client it sends nothing; with server the
+// writes are server dry runs; under both the file is left alone.
+func (h *Hub) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli.DryRun) error {
+	if dryRun == cli.DryRunClient {
+		return nil
+	}
+	spokes := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(p.Namespace)
+	if p.ForceDelete == annotationSet {
+		patch, err := json.Marshal(p.Patch)
+		if err != nil {
+			return err
+		}
+		if _, err := spokes.Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)}); err != nil {
+			return fmt.Errorf("annotating Spoke %s/%s for force-delete (refused when it changed since it was read): %w; nothing was changed: run the same command again", p.Namespace, p.Name, err)
+		}
+	}
+	if p.Deletion == deletionDelete {
+		uid := p.UID
+		if err := spokes.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: cli.DryRunOption(dryRun)}); err != nil {
+			return fmt.Errorf("deleting Spoke %s/%s: %w; %s: run the same command again", p.Namespace, p.Name, err, p.undone())
+		}
+	}
+	if p.Values == entryRemovalRemove && dryRun == cli.DryRunNone {
+		if err := p.File.Write(p.Edited); err != nil {
+			return fmt.Errorf("%w; the Spoke was deleted: remove the entry by hand", err)
+		}
+	}
+	return nil
+}
+
+// undone says what a failed delete did and left undone besides the Spoke.
+func (p *removalPlan) undone() string {
+	var out []string
+	if p.ForceDelete != annotationNone {
+		out = append(out, "it is annotated for force-delete")
+	}
+	if p.Values == entryRemovalRemove {
+		out = append(out, "the values entry was not removed")
+	}
+	if len(out) == 0 {
+		return "nothing else was changed"
+	}
+	return strings.Join(out, ", and ")
+}
+
+// steps is what the plan did, or under a dry run would do.
+func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
+	would := func(s string) string {
+		if dryRun != cli.DryRunNone {
+			return "would be " + s
+		}
+		return s
+	}
+	var out []Step
+	switch p.ForceDelete {
+	case annotationSet:
+		out = append(out, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, would("set")})
+	case annotationPresent:
+		out = append(out, Step{"annotation " + fleetconfig.ForceDeleteAnnotation, "already set"})
+	}
+	spoke := "spoke " + p.Namespace + "/" + p.Name
+	switch p.Deletion {
+	case deletionGone:
+		out = append(out, Step{spoke, "already deleted"})
+	case deletionInProgress:
+		out = append(out, Step{spoke, "already being deleted (" + p.DeletingState + ")"})
+	case deletionDelete:
+		out = append(out, Step{spoke, would("deleted")})
+	}
+	switch p.Values {
+	case entryRemovalNoEntry:
+		out = append(out, Step{"values " + p.ValuesPath, "no entry there"})
+	case entryRemovalRemove:
+		result := "entry removed"
+		if dryRun != cli.DryRunNone {
+			result = "entry would be removed"
+		}
+		out = append(out, Step{"values " + p.ValuesPath, result})
+	}
+	return out
+}
+
+// carryOut applies a checked plan, warns, waits when the plan says so, and
+// prints the report. afterTimeout is what to do when the wait runs out.
+func (o *removalOptions) carryOut(ctx context.Context, hub *Hub, p *removalPlan, r *RemoveReport, afterTimeout string) error {
+	if err := hub.applyRemoval(ctx, p, o.DryRun); err != nil {
+		return err
+	}
+	r.Steps = p.steps(o.DryRun)
+	if p.Warning != "" {
+		r.Warnings = append(r.Warnings, p.Warning)
+		fmt.Fprintln(o.ErrOut, p.Warning)
+	}
+	if p.Wait && o.DryRun == cli.DryRunNone {
+		if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
+			_ = o.Output.Print(o.Out, r, r.table)
+			return fmt.Errorf("%w; %s", err, afterTimeout)
+		}
+		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
+		r.Leftovers = p.Leftovers
+	}
+	return o.Output.Print(o.Out, r, r.table)
+}

@@ -1,0 +1,108 @@
+package spoke
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/values"
+)
+
+func helmRendered(s *fleetconfig.Spoke) {
+	s.Labels = map[string]string{fleetconfig.ManagedByLabel: "Helm"}
+	s.Annotations = map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"}
+}
+
+func removing(s *fleetconfig.Spoke) {
+	s.DeletionTimestamp = &metav1.Time{Time: now}
+	s.Finalizers = []string{"fleetconfig.open-cluster-management.io/cleanup"}
+}
+
+// TestPlanRemoval shows, for what remove and force-remove can find, the plan
+// and the steps printed, written and under a dry run.
+func TestPlanRemoval(t *testing.T) {
+	spoke := func(opts ...func(*fleetconfig.Spoke)) *fleetconfig.Spoke {
+		s := newSpoke("spoke-1", opts...)
+		s.UID, s.ResourceVersion = "u-1", "41"
+		return &s
+	}
+	withEntry := &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(planValues)}
+	without := &values.File{Path: "other.yaml", Kind: values.HelmRelease, Data: []byte("kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes: []\n")}
+	cases := []struct {
+		name string
+		in   removalInput
+	}{
+		{"remove, Helm-rendered, no file", removalInput{Spoke: spoke(helmRendered)}},
+		{"remove, Helm-rendered, file with the entry, wait", removalInput{Spoke: spoke(helmRendered), File: withEntry, Wait: true}},
+		{"remove, Helm-rendered, file without the entry", removalInput{Spoke: spoke(helmRendered), File: without}},
+		{"remove, not Helm's, being deleted", removalInput{Spoke: spoke(removing)}},
+		{"remove, gone, file with the entry", removalInput{File: withEntry, Wait: true}},
+		{"force-remove, Helm-rendered", removalInput{Spoke: spoke(helmRendered), Force: true, Wait: true}},
+		{"force-remove, no annotations, file with the entry", removalInput{Spoke: spoke(), File: withEntry, Force: true, Wait: true}},
+		{"force-remove again, annotated and being deleted", removalInput{Spoke: spoke(removing, func(s *fleetconfig.Spoke) {
+			s.Annotations = map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}
+		}), Force: true, Wait: true}},
+		{"force-remove, gone", removalInput{Force: true}},
+	}
+	var out strings.Builder
+	for _, tc := range cases {
+		tc.in.Namespace, tc.in.Name = "mural-system", "spoke-1"
+		p, err := planRemoval(tc.in)
+		assert.NilError(t, err, tc.name)
+		describePlan(t, &out, tc.name, p, p.Edited, p.steps)
+		fmt.Fprintf(&out, "-- when the delete fails: %s\n", p.undone())
+	}
+	golden.Assert(t, out.String(), "removal-plans.golden")
+}
+
+// The force-delete patch adds the annotation and keeps the others, and
+// fails on a Spoke that changed since it was read.
+func TestForceDeletePatch(t *testing.T) {
+	for name, annotations := range map[string]map[string]string{
+		"no annotations": nil,
+		"Helm's":         {fleetconfig.HelmReleaseNameAnnotation: "mural"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.ResourceVersion, s.Annotations = "41", annotations })
+			patch, err := json.Marshal(forceDeletePatch(&s))
+			assert.NilError(t, err)
+			p, err := jsonpatch.DecodePatch(patch)
+			assert.NilError(t, err)
+			doc, err := json.Marshal(s)
+			assert.NilError(t, err)
+			got, err := p.Apply(doc)
+			assert.NilError(t, err)
+			var after fleetconfig.Spoke
+			assert.NilError(t, json.Unmarshal(got, &after))
+			want := map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}
+			for k, v := range annotations {
+				want[k] = v
+			}
+			assert.Check(t, is.DeepEqual(after.Annotations, want))
+
+			s.ResourceVersion = "42"
+			doc, err = json.Marshal(s)
+			assert.NilError(t, err)
+			_, err = p.Apply(doc)
+			assert.Check(t, err != nil, "a Spoke changed in between is not patched")
+		})
+	}
+}
+
+func TestPlanRemovalRefusesAFileItCannotEdit(t *testing.T) {
+	s := newSpoke("spoke-1")
+	_, err := planRemoval(removalInput{Namespace: "mural-system", Name: "spoke-1", Spoke: &s,
+		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: [{name: spoke-1}]\n")}})
+	assert.ErrorContains(t, err, "v.yaml: fleetConfig.spokes is written in flow style")
+	assert.ErrorContains(t, err, "nothing was changed")
+	assert.Check(t, cli.IsRefused(err))
+}
