@@ -172,13 +172,9 @@ func plainString(s string) bool {
 // verifySecret parses before and after the edit and requires that they
 // differ only in the entry's secret reference, which now names secret.
 func verifySecret(before, after []byte, kind Kind, name, secret string) error {
-	b, err := decodeAll(before)
+	b, a, err := decodeEdit(before, after, kind)
 	if err != nil {
 		return err
-	}
-	a, err := decodeAll(after)
-	if err != nil {
-		return fmt.Errorf("the edit would make the file invalid YAML (%v); nothing was written: edit %s by hand", err, kind.ListPath())
 	}
 	var got string
 	for i := range a {
@@ -203,15 +199,7 @@ func verifySecret(before, after []byte, kind Kind, name, secret string) error {
 // secretRef is kubeconfig.secretReference of the entry named name in a
 // decoded document; nil when there is none.
 func secretRef(doc any, kind Kind, name string) map[string]any {
-	n := doc
-	for _, key := range kind.path() {
-		m, ok := n.(map[string]any)
-		if !ok {
-			return nil
-		}
-		n = m[key]
-	}
-	items, _ := n.([]any)
+	items, _ := decodedList(doc, kind)
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok && m["name"] == name {
 			kc, _ := m["kubeconfig"].(map[string]any)

@@ -511,16 +511,23 @@ func (l *list) render(entry *yaml.Node) ([]string, error) {
 	return out, nil
 }
 
+// decodeEdit parses the file before and after an edit.
+func decodeEdit(before, after []byte, kind Kind) (b, a []any, err error) {
+	if b, err = decodeAll(before); err != nil {
+		return nil, nil, err
+	}
+	if a, err = decodeAll(after); err != nil {
+		return nil, nil, fmt.Errorf("the edit would make the file invalid YAML (%v); nothing was written: edit %s by hand", err, kind.ListPath())
+	}
+	return b, a, nil
+}
+
 // verify parses before and after an edit and requires that they differ only
 // by the added or removed entry.
 func verify(before, after []byte, kind Kind, added, removed string) error {
-	b, err := decodeAll(before)
+	b, a, err := decodeEdit(before, after, kind)
 	if err != nil {
 		return err
-	}
-	a, err := decodeAll(after)
-	if err != nil {
-		return fmt.Errorf("the edit would make the file invalid YAML (%v); nothing was written: edit %s by hand", err, kind.ListPath())
 	}
 	for i := range b {
 		if err := dropEntry(b[i], kind, removed); err != nil {
@@ -560,21 +567,28 @@ func decodeAll(src []byte) ([]any, error) {
 	}
 }
 
+// decodedList is the spokes list of a decoded document; false when the
+// document has none.
+func decodedList(doc any, kind Kind) ([]any, bool) {
+	n := doc
+	for _, key := range kind.path() {
+		m, ok := n.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		n = m[key]
+	}
+	items, ok := n.([]any)
+	return items, ok
+}
+
 // dropEntry removes the entry named name from the spokes list of a decoded
 // document, when the document has that list.
 func dropEntry(doc any, kind Kind, name string) error {
 	if name == "" {
 		return nil
 	}
-	n := doc
-	for _, key := range kind.path() {
-		m, ok := n.(map[string]any)
-		if !ok {
-			return nil
-		}
-		n = m[key]
-	}
-	items, ok := n.([]any)
+	items, ok := decodedList(doc, kind)
 	if !ok {
 		return nil
 	}
