@@ -66,3 +66,9 @@ func helmElsewhereWarning(name, release string, f *values.File) string {
 	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q, but %s has no entry for it in %s, so the release's values live elsewhere: remove the entry there and run helm upgrade, or the next upgrade registers it again",
 		name, release, f.Path, f.Kind.ListPath())
 }
+
+// helmRepointWarning is rotate-kubeconfig's warning for a Spoke a Helm
+// release renders, when it moves to another secret without a file to edit.
+func helmRepointWarning(name, release, old, secret string) string {
+	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values, whose entry still names secret %s: the next helm upgrade would point the Spoke back at it; point the entry at %s (run this again with --values FILE or --helmrelease FILE, or edit the file)", name, release, old, secret)
+}

@@ -3,12 +3,12 @@ package spoke
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/values"
 )
 
 // RotateOptions are the options of `kubectl spoke rotate-kubeconfig`.
@@ -25,9 +26,13 @@ type RotateOptions struct {
 	Name           string
 	KubeconfigFile string
 	Secret         string
-	MinLifetime    time.Duration
-	DryRun         cli.DryRun
-	Output         *cli.Output
+	// ValuesFile and ReleaseFile, when given with Secret, get the spoke's
+	// entry pointed at the new secret too.
+	ValuesFile  string
+	ReleaseFile string
+	MinLifetime time.Duration
+	DryRun      cli.DryRun
+	Output      *cli.Output
 
 	f *cli.Factory
 	genericiooptions.IOStreams
@@ -45,13 +50,21 @@ type RotateReport struct {
 	NewCredential  string `json:"newCredential"`
 	NewExpires     string `json:"newExpires"`
 	Result         string `json:"result"`
+	// Values is what happened to the entry in --values or --helmrelease.
+	Values   string   `json:"values,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (r *RotateReport) table() cli.Table {
-	return cli.Table{
+	t := cli.Table{
 		Columns: []cli.Column{{Name: "SECRET"}, {Name: "OLD EXPIRES"}, {Name: "NEW EXPIRES"}, {Name: "SAME CLUSTER BY"}, {Name: "RESULT"}},
 		Rows:    [][]string{{r.Secret, r.OldExpires, r.NewExpires, r.SameClusterBy, r.Result}},
 	}
+	if r.Values != "" {
+		t.Columns = append(t.Columns, cli.Column{Name: "VALUES"})
+		t.Rows[0] = append(t.Rows[0], r.Values)
+	}
+	return t
 }
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
@@ -70,27 +83,40 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 			Otherwise the command exits 3 and nothing changes.
 
 			The secret is replaced in place (the same object, guarded by its
-			resourceVersion); with --secret the kubeconfig goes into that secret
-			and the Spoke is pointed at it. The --secret secret is created; one
-			that exists already is only used when it holds a kubeconfig of the
-			same cluster and no other Spoke uses it (then updated, guarded by its
+			resourceVersion). With --secret the kubeconfig goes into that secret
+			instead and the Spoke is pointed at it (a JSON patch guarded by the
+			Spoke's resourceVersion). The --secret secret is created; one that
+			exists already is only used when it holds a kubeconfig of the same
+			cluster and no other Spoke uses it (then updated, guarded by its
 			resourceVersion), else the command exits 3 and nothing changes.
-			Prints the old and new expiry.`),
+
+			With --secret, --values (or --helmrelease) points the spoke's
+			fleetConfig.spokes entry in that file at the new secret too, changing
+			only that value and keeping every comment and byte of the rest; a
+			file without an entry for the spoke is refused (exit 3) before
+			anything is written. Without a file, a spoke a Helm release renders
+			gets a warning: the next helm upgrade would point it back at the
+			secret its values name. Prints the old and new expiry.`),
 		Example: templates.Examples(`
 			# New client certificate for spoke-1
 			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig
 
-			# Into a new secret, and point the Spoke at it
-			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027`),
+			# Into a new secret; point the Spoke and its values entry at it
+			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --values values.yaml`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE:              cli.RunE(o, o.Complete),
 	}
-	cmd.Flags().StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "The new kubeconfig file of the spoke cluster.")
-	cmd.Flags().StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
-	cmd.Flags().DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
+	fl := cmd.Flags()
+	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "The new kubeconfig file of the spoke cluster.")
+	fl.StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
+	fl.StringVar(&o.ValuesFile, "values", "", "With --secret: Helm values file whose fleetConfig.spokes entry for the spoke is pointed at the new secret.")
+	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "With --secret: Flux HelmRelease manifest whose spec.values.fleetConfig.spokes entry for the spoke is pointed at the new secret.")
+	fl.DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
 	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
 	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
+	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -117,13 +143,114 @@ func (o *RotateOptions) Validate() error {
 	if err := o.f.ValidateNamespace(); err != nil {
 		return err
 	}
+	if o.ValuesFile != "" && o.ReleaseFile != "" {
+		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
+	}
+	if (o.ValuesFile != "" || o.ReleaseFile != "") && o.Secret == "" {
+		return cli.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
+	}
 	if o.MinLifetime < 0 {
 		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
 	}
 	return o.Output.Validate()
 }
 
-// Run checks the new kubeconfig against the old one and replaces it.
+// rotateFacts is what rotate-kubeconfig read and checked before planning.
+type rotateFacts struct {
+	Namespace string
+	Spoke     *fleetconfig.Spoke
+	// Current is the secret the Spoke uses now, Target the --secret secret
+	// when it exists and is another (nil otherwise).
+	Current    *corev1.Secret
+	Target     *corev1.Secret
+	Kubeconfig []byte
+	File       *values.File
+}
+
+// repointAction is what rotate-kubeconfig does to the values entry.
+type repointAction string
+
+const (
+	repointNoFile  repointAction = "no file"
+	repointEntry   repointAction = "repoint"
+	repointPresent repointAction = "present"
+)
+
+// rotatePlan is what rotate-kubeconfig will write: a value built by
+// planRotate, applied by apply.
+type rotatePlan struct {
+	Secret     secretWrite `json:"-"`
+	SecretName string      `json:"secret"`
+	// Patch points the Spoke at the new secret, guarded by the
+	// resourceVersion read; none for a rotation in place.
+	Patch    []api.PatchOp `json:"patch,omitempty"`
+	Values   repointAction `json:"values"`
+	File     *values.File  `json:"-"`
+	Edited   []byte        `json:"-"`
+	ListPath string        `json:"listPath,omitempty"`
+	Warning  string        `json:"warning,omitempty"`
+}
+
+// planRotate decides every write from the facts; it reads and writes nothing.
+func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
+	ref := f.Spoke.Spec.Kubeconfig.SecretReference
+	key := ref.KubeconfigKey
+	if key == "" {
+		key = fleetconfig.DefaultKubeconfigKey
+	}
+	p := &rotatePlan{Secret: secretWrite{Namespace: f.Namespace, Name: ref.Name, Key: key, Data: f.Kubeconfig, Existing: f.Current}, SecretName: ref.Name, Values: repointNoFile}
+	if o.Secret != "" && o.Secret != ref.Name {
+		p.Secret = secretWrite{Namespace: f.Namespace, Name: o.Secret, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Target}
+		p.SecretName = o.Secret
+		p.Patch = []api.PatchOp{
+			{Op: "test", Path: "/metadata/resourceVersion", Value: f.Spoke.ResourceVersion},
+			{Op: "replace", Path: "/spec/kubeconfig/secretReference", Value: fleetconfig.SecretReference{Name: o.Secret, KubeconfigKey: fleetconfig.DefaultKubeconfigKey}},
+		}
+		if release := HelmRelease(f.Spoke); release != "" && f.File == nil {
+			p.Warning = helmRepointWarning(o.Name, release, ref.Name, o.Secret)
+		}
+	}
+	if file := f.File; file != nil {
+		edited, changed, err := values.SetSecret(file.Data, file.Kind, o.Name, o.Secret)
+		if errors.Is(err, values.ErrNoEntry) {
+			return nil, cli.Refusedf("%s has %w; nothing was changed: give the file that holds the spoke's entry, or leave --values/--helmrelease out", file.Path, err)
+		}
+		if err != nil {
+			return nil, cli.Refusedf("%s: %w; nothing was changed", file.Path, err)
+		}
+		p.File, p.ListPath, p.Values = file, file.Kind.ListPath(), repointPresent
+		if changed {
+			p.Edited, p.Values = edited, repointEntry
+		}
+	}
+	return p, nil
+}
+
+// fill writes into the report what the plan did, or under a dry run
+// would do.
+func (p *rotatePlan) fill(r *RotateReport, dryRun cli.DryRun) {
+	switch {
+	case dryRun == cli.DryRunClient:
+		r.Result = "would be replaced"
+	case p.Patch != nil:
+		r.Secret, r.SecretUID, r.Result = p.SecretName, "", "written; Spoke points at it"
+	default:
+		r.Result = "replaced in place"
+	}
+	switch {
+	case p.Values == repointPresent:
+		r.Values = "entry already names " + p.SecretName
+	case p.Values == repointEntry && dryRun != cli.DryRunNone:
+		r.Values = "entry would name " + p.SecretName
+	case p.Values == repointEntry:
+		r.Values = "entry now names " + p.SecretName
+	}
+	if p.Warning != "" {
+		r.Warnings = append(r.Warnings, p.Warning)
+	}
+}
+
+// Run checks the new kubeconfig against the old one, then writes.
 func (o *RotateOptions) Run(ctx context.Context) error {
 	hub, err := NewHub(ctx, o.f)
 	if err != nil {
@@ -139,10 +266,6 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
 		return cli.Refusedf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
-	}
-	key := ref.KubeconfigKey
-	if key == "" {
-		key = fleetconfig.DefaultKubeconfigKey
 	}
 	kc, err := kubeconfig.Load(o.KubeconfigFile)
 	if err != nil {
@@ -166,15 +289,23 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if !same {
 		return cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
 	}
-	repoint := o.Secret != "" && o.Secret != ref.Name
-	var target *corev1.Secret
-	if repoint {
-		if target, err = o.checkTarget(ctx, hub, newID); err != nil {
+	facts := rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
+	if o.Secret != "" && o.Secret != ref.Name {
+		if facts.Target, err = o.checkTarget(ctx, hub, newID); err != nil {
 			return err
 		}
 	}
-	data, err := kc.Bytes()
+	if facts.Kubeconfig, err = kc.Bytes(); err != nil {
+		return err
+	}
+	if facts.File, err = readFile(o.ValuesFile, o.ReleaseFile); err != nil {
+		return err
+	}
+	plan, err := planRotate(o, facts)
 	if err != nil {
+		return err
+	}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
 		return err
 	}
 	r := &RotateReport{
@@ -182,32 +313,55 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
 		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
-	needs := []cli.Access{access("update", secretResource, hub.Namespace)}
-	if o.Secret != "" && o.Secret != ref.Name {
-		// Server-side apply of a secret that may not exist yet: create and patch.
-		needs = append(hub.spokeAccess("patch"), access("create", secretResource, hub.Namespace), access("patch", secretResource, hub.Namespace))
-	}
-	if err := hub.preflight(ctx, o.DryRun, needs); err != nil {
+	if err := o.apply(ctx, hub, plan); err != nil {
 		return err
 	}
-	switch {
-	case o.DryRun == cli.DryRunClient:
-		r.Result = "would be replaced"
-	case repoint:
-		if err := o.repoint(ctx, hub, s, target, data); err != nil {
-			return err
-		}
-		r.Secret, r.SecretUID, r.Result = o.Secret, "", "written; Spoke points at it"
-	default:
-		sec.Data[key] = data
-		// Update carries the resourceVersion read above: a concurrent change fails it.
-		updated, err := hub.Kube.CoreV1().Secrets(hub.Namespace).Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
-		if err != nil {
-			return fmt.Errorf("replacing the kubeconfig in secret %s/%s: %w; nothing was changed: run this again", hub.Namespace, ref.Name, err)
-		}
-		r.SecretUID, r.Result = string(updated.UID), "replaced in place"
+	plan.fill(r, o.DryRun)
+	if plan.Warning != "" {
+		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
 	return o.Output.Print(o.Out, r, r.table)
+}
+
+// access is what applying the plan needs on the hub.
+func (p *rotatePlan) access(hub *Hub) []cli.Access {
+	verb := "update"
+	if p.Secret.Existing == nil {
+		verb = "create"
+	}
+	out := []cli.Access{access(verb, secretResource, hub.Namespace)}
+	if p.Patch != nil {
+		out = append(out, hub.spokeAccess("patch")...)
+	}
+	return out
+}
+
+// apply writes the secret, points the Spoke at it when it is another, and
+// edits the values file. With --dry-run=client it sends nothing; with
+// server the writes are server dry runs; under both the file is left alone.
+func (o *RotateOptions) apply(ctx context.Context, hub *Hub, p *rotatePlan) error {
+	if o.DryRun == cli.DryRunClient {
+		return nil
+	}
+	if err := hub.writeSecret(ctx, p.Secret, o.DryRun); err != nil {
+		return err
+	}
+	if p.Patch != nil {
+		patch, err := json.Marshal(p.Patch)
+		if err != nil {
+			return err
+		}
+		if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace).Patch(ctx, o.Name, types.JSONPatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
+			return fmt.Errorf("pointing Spoke %s at secret %s: %w; the secret was written, the Spoke still uses the old one: run this again", o.Name, p.SecretName, err)
+		}
+	}
+	if p.Values == repointEntry && o.DryRun == cli.DryRunNone {
+		if err := p.File.Write(p.Edited); err != nil {
+			return fmt.Errorf("%w; the secret %s was written and the Spoke uses it: run this again, or point the entry at it by hand", err, p.SecretName)
+		}
+	}
+	return nil
 }
 
 // checkTarget refuses a --secret that exists and is not the spoke's own,
@@ -238,38 +392,4 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig
 		}
 	}
 	return sec, nil
-}
-
-// repoint writes the kubeconfig into the --secret secret (created, or the
-// existing one updated with the resourceVersion checkTarget read) and points
-// the Spoke at it with a JSON patch guarded by the Spoke's resourceVersion.
-func (o *RotateOptions) repoint(ctx context.Context, hub *Hub, s *fleetconfig.Spoke, existing *corev1.Secret, data []byte) error {
-	secrets := hub.Kube.CoreV1().Secrets(hub.Namespace)
-	var err error
-	if existing == nil {
-		_, err = secrets.Create(cli.HideBodies(ctx), &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: o.Secret, Namespace: hub.Namespace},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: data},
-		}, metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
-	} else {
-		sec := existing.DeepCopy()
-		sec.Data[fleetconfig.DefaultKubeconfigKey] = data
-		_, err = secrets.Update(cli.HideBodies(ctx), sec, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)})
-	}
-	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-		return fmt.Errorf("secret %s/%s was created or changed by someone else while this command ran; nothing was changed: run this again", hub.Namespace, o.Secret)
-	}
-	if err != nil {
-		return fmt.Errorf("writing secret %s/%s: %w; nothing was changed", hub.Namespace, o.Secret, err)
-	}
-	patch, _ := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": s.ResourceVersion},
-		{"op": "replace", "path": "/spec/kubeconfig/secretReference", "value": fleetconfig.SecretReference{Name: o.Secret, KubeconfigKey: fleetconfig.DefaultKubeconfigKey}},
-	})
-	if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace).Patch(ctx, o.Name, types.JSONPatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
-		return fmt.Errorf("pointing Spoke %s at secret %s: %w; the secret was written, the Spoke still uses the old one: run this again", o.Name, o.Secret, err)
-	}
-	return nil
 }

@@ -4,13 +4,19 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/values"
 )
 
 const spokeJSON = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"%s","namespace":"mural-system","uid":"u-%s","resourceVersion":"5"},"spec":{"kubeconfig":{"secretReference":{"name":"%s","kubeconfigKey":"kubeconfig"}}}}`
@@ -78,4 +84,90 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 			"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke",
 		}))
 	})
+}
+
+// TestPlanRotate shows the plan for a rotation in place and into another
+// secret, with and without a values file.
+func TestPlanRotate(t *testing.T) {
+	spoke := newSpoke("spoke-1", helmRendered)
+	spoke.ResourceVersion = "41"
+	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"}}
+	file := func(data string) *values.File {
+		return &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(data)}
+	}
+	repointed, _, err := values.SetSecret([]byte(planValues), values.HelmValues, "spoke-1", "spoke-1-2027")
+	assert.NilError(t, err)
+	cases := []struct {
+		name   string
+		secret string
+		file   *values.File
+	}{
+		{"in place", "", nil},
+		{"into the secret it uses, with its file", "spoke-1-kubeconfig", file(planValues)},
+		{"into a new secret, Helm-rendered, no file", "spoke-1-2027", nil},
+		{"into a new secret, with its file", "spoke-1-2027", file(planValues)},
+		{"into a new secret, the file already names it", "spoke-1-2027", file(string(repointed))},
+	}
+	var out strings.Builder
+	for _, tc := range cases {
+		p, err := planRotate(&RotateOptions{Name: "spoke-1", Secret: tc.secret}, rotateFacts{Namespace: "mural-system", Spoke: &spoke, Current: current, Kubeconfig: []byte("new"), File: tc.file})
+		assert.NilError(t, err, tc.name)
+		describePlan(t, &out, tc.name, p, p.Edited, func(dry cli.DryRun) []Step {
+			r := &RotateReport{Secret: "spoke-1-kubeconfig"}
+			p.fill(r, dry)
+			return []Step{{"secret", r.Secret}, {"result", r.Result}, {"values", r.Values}, {"warnings", strings.Join(r.Warnings, "; ")}}
+		})
+	}
+	golden.Assert(t, out.String(), "rotate-plans.golden")
+}
+
+func rotateValuesFile(t *testing.T, data string) string {
+	p := filepath.Join(t.TempDir(), "values.yaml")
+	assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
+	return p
+}
+
+func TestRotateWithValues(t *testing.T) {
+	t.Run("--values without --secret is a usage error", func(t *testing.T) {
+		clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--values and --helmrelease go with --secret",
+			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--values", "v.yaml"},
+			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--helmrelease", "v.yaml"})
+	})
+	t.Run("a file without the spoke's entry is refused before any write", func(t *testing.T) {
+		srv, _ := rotatingFleet(t)
+		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-2027", 404, notFound)
+		other := strings.Replace(planValues, "name: spoke-1\n", "name: spoke-9\n", 1)
+		file := rotateValuesFile(t, other)
+		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-2027", "--values", file)
+		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Contains(errOut, "has no entry for spoke-1 in fleetConfig.spokes (entries: spoke-9); nothing was changed"))
+		assert.Check(t, is.Len(writes(srv), 0))
+		data, err := os.ReadFile(file)
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(string(data), other))
+	})
+	for _, dry := range []string{"none", "client"} {
+		t.Run("the entry is pointed at the new secret, dry run "+dry, func(t *testing.T) {
+			srv, _ := rotatingFleet(t)
+			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-2027", 404, notFound)
+			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, secretJSON("spoke-1-2027", nil))
+			srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-2027"))
+			file := rotateValuesFile(t, planValues)
+			code, out, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-2027", "--values", file, "--dry-run="+dry, "-o", "jsonpath={.values}")
+			assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+			data, err := os.ReadFile(file)
+			assert.NilError(t, err)
+			if dry == "client" {
+				assert.Check(t, is.Equal(out, "entry would name spoke-1-2027"))
+				assert.Check(t, is.Len(writes(srv), 0))
+				assert.Check(t, is.Equal(string(data), planValues))
+				return
+			}
+			assert.Check(t, is.Equal(out, "entry now names spoke-1-2027"))
+			assert.Check(t, is.Len(writes(srv), 2))
+			want, _, err := values.SetSecret([]byte(planValues), values.HelmValues, "spoke-1", "spoke-1-2027")
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(string(data), string(want)))
+		})
+	}
 }
