@@ -92,10 +92,21 @@ func TestRemoveHelmOwnedSpoke(t *testing.T) {
 	addAndJoin(t, "helm-owned", spoke1, "--values", values)
 	assert.Equal(t, spokeObject(t, "helm-owned").GetAnnotations()["meta.helm.sh/release-name"], "mural", "rendered as the chart would")
 
-	r := spoke(t, "remove", "helm-owned", "--wait")
+	// Without a file, the warning comes from the release named on the Spoke.
+	r := spoke(t, "remove", "helm-owned", "--dry-run=client")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, `Warning: spoke helm-owned is rendered by Helm release "mural"`), r)
 	assert.Check(t, is.Contains(r.Stderr, "the next upgrade registers it again"), r)
+
+	// A file without its entry: the release's values must live elsewhere.
+	elsewhere := writeFile(t, "elsewhere.yaml", valuesFile)
+	r = spoke(t, "remove", "helm-owned", "--values", elsewhere, "--wait")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stderr, `Warning: spoke helm-owned is rendered by Helm release "mural", but `+elsewhere+` has no entry for it`), r)
+	assert.Check(t, is.Contains(r.Stderr, "the release's values live elsewhere"), r)
+	assert.Check(t, is.Contains(r.Stdout, "no entry there"), r)
+	assert.Equal(t, readFile(t, elsewhere), valuesFile)
+	assert.Check(t, spokeObject(t, "helm-owned") == nil)
 
 	// With the file, the entry leaves and nothing is left to warn about.
 	assert.Check(t, is.Contains(readFile(t, values), "- name: helm-owned"))

@@ -4,6 +4,7 @@ package spoke
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,64 @@ func TestRotateKubeconfig(t *testing.T) {
 		assert.Equal(t, after.UID, before.UID, "the same secret object")
 		assert.Equal(t, rep.SecretUID, string(before.UID))
 		assert.Check(t, string(after.Data["kubeconfig"]) != string(before.Data["kubeconfig"]))
+	})
+}
+
+// A Helm-rendered spoke moved to a new secret: with its values file the
+// entry follows; without, a warning says helm upgrade would move it back.
+func TestRotateIntoNewSecretRepointsTheValuesEntry(t *testing.T) {
+	values := writeFile(t, "values.yaml", valuesFile)
+	addAndJoin(t, "repointed", spoke1, "--values", values)
+	added := readFile(t, values)
+	rotated := writeKubeconfig(t, signedCert(t, spoke1, "repointed", time.Now().Add(2*365*24*time.Hour)))
+	secretThere := func(name string) bool {
+		_, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), name, metav1.GetOptions{})
+		return err == nil
+	}
+
+	t.Run("a file without the spoke's entry is refused before any write", func(t *testing.T) {
+		other := writeFile(t, "other.yaml", valuesFile)
+		r := spoke(t, "rotate-kubeconfig", "repointed", "--spoke-kubeconfig", rotated, "--secret", "repointed-2027", "--values", other)
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "has no entry for repointed in fleetConfig.spokes"), r)
+		assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+		assert.Check(t, !secretThere("repointed-2027"), "no secret was written")
+		assert.Equal(t, secretReference(t, "repointed"), "repointed-kubeconfig")
+		assert.Equal(t, readFile(t, other), valuesFile)
+	})
+	t.Run("--values without --secret is a usage error", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "repointed", "--spoke-kubeconfig", rotated, "--values", values)
+		assert.Equal(t, r.ExitCode, 2, r)
+	})
+	t.Run("a dry run leaves the file alone", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "repointed", "--spoke-kubeconfig", rotated, "--secret", "repointed-2027", "--values", values, "--dry-run=client")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stdout, "entry would name repointed-2027"), r)
+		assert.Equal(t, readFile(t, values), added)
+		assert.Check(t, !secretThere("repointed-2027"))
+	})
+	t.Run("the Spoke and the entry point at the new secret", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "repointed", "--spoke-kubeconfig", rotated, "--secret", "repointed-2027", "--values", values)
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stdout, "entry now names repointed-2027"), r)
+		assert.Check(t, !strings.Contains(r.Stderr, "Warning"), r)
+		assert.Equal(t, secretReference(t, "repointed"), "repointed-2027")
+		want := strings.Replace(added, "name: repointed-kubeconfig\n", "name: repointed-2027\n", 1)
+		assert.Check(t, want != added)
+		assert.Equal(t, readFile(t, values), want, "only the secret's name changed")
+	})
+	t.Run("without the file, a warning", func(t *testing.T) {
+		r := spoke(t, "rotate-kubeconfig", "repointed", "--spoke-kubeconfig", rotated, "--secret", "repointed-2028", "-o", "json")
+		assert.Equal(t, r.ExitCode, 0, r)
+		var rep struct{ Warnings []string }
+		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
+		assert.Equal(t, len(rep.Warnings), 1, r)
+		for _, w := range []string{rep.Warnings[0], r.Stderr} {
+			assert.Check(t, is.Contains(w, `Warning: spoke repointed is rendered by Helm release "mural"`), r)
+			assert.Check(t, is.Contains(w, "the next helm upgrade would point the Spoke back"), r)
+			assert.Check(t, is.Contains(w, "--values FILE"), r)
+		}
+		assert.Equal(t, secretReference(t, "repointed"), "repointed-2028")
 	})
 }
 
