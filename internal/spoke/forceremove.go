@@ -78,14 +78,11 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.Spoke(ctx, o.Name)
+	s, err := o.spoke(ctx, hub)
 	if err != nil {
 		return err
 	}
 	if s != nil {
-		if err := refuseComputePool(s); err != nil {
-			return err
-		}
 		if err := o.refuseReachable(ctx, hub, s); err != nil {
 			return err
 		}

@@ -74,6 +74,19 @@ func (o *removalOptions) Validate() error {
 	return o.Output.Validate()
 }
 
+// spoke reads the Spoke to remove (nil when there is none) and refuses one
+// a Compute Pool manages.
+func (o *removalOptions) spoke(ctx context.Context, hub *Hub) (*fleetconfig.Spoke, error) {
+	s, err := hub.Spoke(ctx, o.Name)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	if err := refuseComputePool(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // readFile reads the --values or --helmrelease file; nil without one.
 func readFile(valuesFile, releaseFile string) (*values.File, error) {
 	path, kind := valuesFile, values.HelmValues

@@ -88,14 +88,11 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.Spoke(ctx, o.Name)
+	s, err := o.spoke(ctx, hub)
 	if err != nil {
 		return err
 	}
 	if s != nil {
-		if err := refuseComputePool(s); err != nil {
-			return err
-		}
 		if err := refuseBlockedRemoval(ctx, hub, s); err != nil {
 			return err
 		}
