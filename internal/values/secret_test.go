@@ -81,3 +81,21 @@ func TestSetSecretRefusals(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSetSecret: whatever the file, SetSecret either refuses or changes
+// only the reference (verifySecret checks that), and a second run is a
+// no-op.
+func FuzzSetSecret(f *testing.F) {
+	f.Add([]byte("fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: 'o''ld', kubeconfigKey: \"k\\\"\"}\n"), "a")
+	f.Add([]byte("fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference:\n        name: old # c\n"), "a")
+	f.Fuzz(func(t *testing.T, src []byte, name string) {
+		out, changed, err := SetSecret(src, HelmValues, name, "new")
+		if err != nil || !changed {
+			return
+		}
+		again, changed, err := SetSecret(out, HelmValues, name, "new")
+		if err != nil || changed || string(again) != string(out) {
+			t.Fatalf("a second run changed the file or failed (%v):\n%q", err, out)
+		}
+	})
+}
