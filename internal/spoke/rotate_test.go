@@ -171,3 +171,16 @@ func TestRotateWithValues(t *testing.T) {
 		})
 	}
 }
+
+// The rotation in place is an update carrying the resourceVersion read: a
+// secret changed in between fails it with the message add gives too.
+func TestRotateInPlaceConflict(t *testing.T) {
+	srv, _ := rotatingFleet(t)
+	srv.Respond("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 409,
+		`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409,"message":"the object has been modified"}`)
+	code, out, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, cli.ExitFailed), errOut)
+	assert.Check(t, is.Contains(errOut, "secret mural-system/spoke-1-kubeconfig was created or changed by someone else while this command ran; nothing was changed"))
+	assert.Check(t, is.Equal(out, ""))
+	assert.Check(t, is.DeepEqual(writes(srv), []string{"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig?fieldManager=kubectl-spoke"}))
+}
