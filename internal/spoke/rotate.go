@@ -256,62 +256,16 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.ExistingSpoke(ctx, o.Name)
+	facts, r, err := o.read(ctx, hub)
 	if err != nil {
 		return err
 	}
-	if err := refuseComputePool(s); err != nil {
-		return err
-	}
-	ref := s.Spec.Kubeconfig.SecretReference
-	if ref == nil {
-		return cli.Refusedf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
-	}
-	kc, err := kubeconfig.Load(o.KubeconfigFile)
-	if err != nil {
-		return cli.Refusedf("%w; nothing was changed", err)
-	}
-	now := time.Now()
-	newCred, err := kc.Credential(now, o.MinLifetime)
-	if err != nil {
-		return cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
-	}
-	newID, err := kc.Reach(ctx)
-	if err != nil {
-		return cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
-	}
-	old, sec, err := hub.StoredKubeconfig(ctx, s)
-	if err != nil {
-		return cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
-	}
-	oldCred, _ := old.Credential(now, 0)
-	same, by := reachOrOffline(ctx, old).SameAs(newID)
-	if !same {
-		return cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
-	}
-	facts := rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
-	if o.Secret != "" && o.Secret != ref.Name {
-		if facts.Target, err = o.checkTarget(ctx, hub, newID); err != nil {
-			return err
-		}
-	}
-	if facts.Kubeconfig, err = kc.Bytes(); err != nil {
-		return err
-	}
-	if facts.File, err = readFile(o.ValuesFile, o.ReleaseFile); err != nil {
-		return err
-	}
-	plan, err := planRotate(o, facts)
+	plan, err := planRotate(o, *facts)
 	if err != nil {
 		return err
 	}
 	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
 		return err
-	}
-	r := &RotateReport{
-		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
-		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
-		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
 	if err := o.apply(ctx, hub, plan); err != nil {
 		return err
@@ -321,6 +275,63 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
 	return o.Output.Print(o.Out, r, r.table)
+}
+
+// read runs every check that asks a cluster or the file system and gathers
+// the facts planRotate decides on, with the report of the old and new
+// credentials; it writes nothing.
+func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *RotateReport, error) {
+	s, err := hub.ExistingSpoke(ctx, o.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := refuseComputePool(s); err != nil {
+		return nil, nil, err
+	}
+	ref := s.Spec.Kubeconfig.SecretReference
+	if ref == nil {
+		return nil, nil, cli.Refusedf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
+	}
+	kc, err := kubeconfig.Load(o.KubeconfigFile)
+	if err != nil {
+		return nil, nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	now := time.Now()
+	newCred, err := kc.Credential(now, o.MinLifetime)
+	if err != nil {
+		return nil, nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
+	}
+	newID, err := kc.Reach(ctx)
+	if err != nil {
+		return nil, nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
+	}
+	old, sec, err := hub.StoredKubeconfig(ctx, s)
+	if err != nil {
+		return nil, nil, cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
+	}
+	oldCred, _ := old.Credential(now, 0)
+	same, by := reachOrOffline(ctx, old).SameAs(newID)
+	if !same {
+		return nil, nil, cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
+	}
+	f := &rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
+	if o.Secret != "" && o.Secret != ref.Name {
+		if f.Target, err = o.checkTarget(ctx, hub, newID); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.Kubeconfig, err = kc.Bytes(); err != nil {
+		return nil, nil, err
+	}
+	if f.File, err = readFile(o.ValuesFile, o.ReleaseFile); err != nil {
+		return nil, nil, err
+	}
+	r := &RotateReport{
+		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
+		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
+		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
+	}
+	return f, r, nil
 }
 
 // access is what applying the plan needs on the hub.
