@@ -21,10 +21,8 @@ import (
 
 // AddOptions are the options of `kubectl spoke add`.
 type AddOptions struct {
-	Name           string
+	writeTarget
 	KubeconfigFile string
-	ValuesFile     string
-	ReleaseFile    string
 	CopyFrom       string
 	HubName        string
 	Apply          bool
@@ -34,10 +32,8 @@ type AddOptions struct {
 	MinLifetime    time.Duration
 	// Cleanup is the new spoke's cleanupConfig, written in full.
 	Cleanup fleetconfig.CleanupConfig
-	DryRun  cli.DryRun
 	Output  *cli.Output
 
-	f   *cli.Factory
 	hub *Hub
 	genericiooptions.IOStreams
 }
@@ -70,7 +66,7 @@ func stepsTable(steps []Step) cli.Table {
 
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
@@ -137,24 +133,10 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	return cmd
 }
 
-// Complete reads the arguments and the dry-run strategy.
-func (o *AddOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	var err error
-	o.DryRun, err = cli.GetDryRun(cmd)
-	return err
-}
-
 // Validate rejects bad input before any request.
 func (o *AddOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+	if err := o.validate(); err != nil {
 		return err
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if o.ValuesFile != "" && o.ReleaseFile != "" {
-		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry goes: give one")
 	}
 	if o.CopyFrom != "" && o.ValuesFile == "" && o.ReleaseFile == "" {
 		return cli.UsageErrorf("--copy-from needs --values or --helmrelease")
@@ -166,13 +148,6 @@ func (o *AddOptions) Validate() error {
 		return cli.UsageErrorf("--timeout and --min-credential-lifetime must not be negative")
 	}
 	return o.Output.Validate()
-}
-
-func (o *AddOptions) valuesFile() (string, values.Kind) {
-	if o.ReleaseFile != "" {
-		return o.ReleaseFile, values.HelmRelease
-	}
-	return o.ValuesFile, values.HelmValues
 }
 
 // secretAction is what add does to the spoke's kubeconfig secret.
@@ -242,9 +217,8 @@ type addPlan struct {
 	Credential   kubeconfig.Credential `json:"credential"`
 	Values       entryAction           `json:"values"`
 	ListPath     string                `json:"listPath,omitempty"`
-	File         *values.File          `json:"-"`
-	Edited       []byte                `json:"-"`
-	SpokeAction  spokeAction           `json:"spokeAction"`
+	fileEdit     `json:"-"`
+	SpokeAction  spokeAction `json:"spokeAction"`
 	// Spoke is the Spoke as the chart would render it from the entry.
 	Spoke *fleetconfig.Spoke `json:"spoke"`
 }
@@ -359,7 +333,7 @@ func (o *AddOptions) next() string {
 	if o.DryRun != cli.DryRunNone {
 		return "run again without --dry-run to make these changes"
 	}
-	file, _ := o.valuesFile()
+	file, _ := o.file()
 	switch {
 	case o.Apply && file != "":
 		return "commit " + file + " so the next helm upgrade keeps the spoke"
@@ -419,10 +393,8 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 			f.SecretHolds.OtherCluster = by
 		}
 	}
-	if file, kind := o.valuesFile(); file != "" {
-		if f.File, err = values.Read(file, kind); err != nil {
-			return nil, cli.Refusedf("%w; nothing was changed", err)
-		}
+	if f.File, err = o.readFile(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -533,10 +505,8 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 			return err
 		}
 	}
-	if plan.Values == entryAdd && o.DryRun == cli.DryRunNone {
-		if err := plan.File.Write(plan.Edited); err != nil {
-			return fmt.Errorf("%w; the secret %s is in place: fix that and run the same command again", err, plan.Secret.Name)
-		}
+	if err := plan.write(o.DryRun); err != nil {
+		return fmt.Errorf("%w; the secret %s is in place: fix that and run the same command again", err, plan.Secret.Name)
 	}
 	if plan.SpokeAction == spokeCreate && o.DryRun != cli.DryRunClient {
 		p.Update("creating Spoke %s", o.Name)

@@ -87,7 +87,7 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	file, err := readFile(o.ValuesFile, o.ReleaseFile)
+	file, err := o.readFile()
 	if err != nil {
 		return err
 	}

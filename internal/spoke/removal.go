@@ -21,19 +21,15 @@ import (
 // removalOptions are what remove and force-remove share: the spoke, the file
 // that may hold its entry, the wait's limit and how to print.
 type removalOptions struct {
-	Name        string
-	ValuesFile  string
-	ReleaseFile string
-	Timeout     time.Duration
-	DryRun      cli.DryRun
-	Output      *cli.Output
+	writeTarget
+	Timeout time.Duration
+	Output  *cli.Output
 
-	f *cli.Factory
 	genericiooptions.IOStreams
 }
 
 func newRemovalOptions(f *cli.Factory, streams genericiooptions.IOStreams) removalOptions {
-	return removalOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	return removalOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
 }
 
 // addFlags registers the flags both commands have; timeout says what
@@ -49,24 +45,10 @@ func (o *removalOptions) addFlags(cmd *cobra.Command, timeout string) {
 	o.Output.AddFlags(cmd)
 }
 
-// Complete reads the arguments and the dry-run strategy.
-func (o *removalOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	var err error
-	o.DryRun, err = cli.GetDryRun(cmd)
-	return err
-}
-
 // Validate rejects bad input before any request.
 func (o *removalOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+	if err := o.validate(); err != nil {
 		return err
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if o.ValuesFile != "" && o.ReleaseFile != "" {
-		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
 	}
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout must not be negative")
@@ -85,22 +67,6 @@ func (o *removalOptions) spoke(ctx context.Context, hub *Hub) (*fleetconfig.Spok
 		return nil, err
 	}
 	return s, nil
-}
-
-// readFile reads the --values or --helmrelease file; nil without one.
-func readFile(valuesFile, releaseFile string) (*values.File, error) {
-	path, kind := valuesFile, values.HelmValues
-	if releaseFile != "" {
-		path, kind = releaseFile, values.HelmRelease
-	}
-	if path == "" {
-		return nil, nil
-	}
-	f, err := values.Read(path, kind)
-	if err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
-	}
-	return f, nil
 }
 
 // deletion is what a removal does to the Spoke.
@@ -158,12 +124,11 @@ type removalPlan struct {
 	// Patch sets the annotation, guarded by the resourceVersion read.
 	Patch      []api.PatchOp `json:"patch,omitempty"`
 	Values     entryRemoval  `json:"values"`
-	File       *values.File  `json:"-"`
-	Edited     []byte        `json:"-"`
-	Warning    string        `json:"warning,omitempty"`
-	Wait       bool          `json:"wait"`
-	Leftovers  []string      `json:"leftovers,omitempty"`
-	ValuesPath string        `json:"valuesPath,omitempty"`
+	fileEdit   `json:"-"`
+	Warning    string   `json:"warning,omitempty"`
+	Wait       bool     `json:"wait"`
+	Leftovers  []string `json:"leftovers,omitempty"`
+	ValuesPath string   `json:"valuesPath,omitempty"`
 }
 
 // planRemoval decides every write of a removal from what was read; it reads
@@ -268,10 +233,8 @@ func (h *Hub) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli.DryRu
 			return fmt.Errorf("deleting Spoke %s/%s: %w; %s: run the same command again", p.Namespace, p.Name, err, p.undone())
 		}
 	}
-	if p.Values == entryRemovalRemove && dryRun == cli.DryRunNone {
-		if err := p.File.Write(p.Edited); err != nil {
-			return fmt.Errorf("%w; the Spoke was deleted: remove the entry by hand", err)
-		}
+	if err := p.write(dryRun); err != nil {
+		return fmt.Errorf("%w; the Spoke was deleted: remove the entry by hand", err)
 	}
 	return nil
 }

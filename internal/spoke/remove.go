@@ -97,7 +97,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	file, err := readFile(o.ValuesFile, o.ReleaseFile)
+	file, err := o.readFile()
 	if err != nil {
 		return err
 	}

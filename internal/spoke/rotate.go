@@ -23,18 +23,14 @@ import (
 
 // RotateOptions are the options of `kubectl spoke rotate-kubeconfig`.
 type RotateOptions struct {
-	Name           string
+	// writeTarget's file, given with Secret, gets the spoke's entry pointed
+	// at the new secret too.
+	writeTarget
 	KubeconfigFile string
 	Secret         string
-	// ValuesFile and ReleaseFile, when given with Secret, get the spoke's
-	// entry pointed at the new secret too.
-	ValuesFile  string
-	ReleaseFile string
-	MinLifetime time.Duration
-	DryRun      cli.DryRun
-	Output      *cli.Output
+	MinLifetime    time.Duration
+	Output         *cli.Output
 
-	f *cli.Factory
 	genericiooptions.IOStreams
 }
 
@@ -69,7 +65,7 @@ func (r *RotateReport) table() cli.Table {
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
@@ -122,29 +118,15 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	return cmd
 }
 
-// Complete reads the arguments and the dry-run strategy.
-func (o *RotateOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	var err error
-	o.DryRun, err = cli.GetDryRun(cmd)
-	return err
-}
-
 // Validate rejects bad input before any request.
 func (o *RotateOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+	if err := o.validate(); err != nil {
 		return err
 	}
 	if o.Secret != "" {
 		if err := cli.ValidateNames(cli.SecretName, o.Secret); err != nil {
 			return err
 		}
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if o.ValuesFile != "" && o.ReleaseFile != "" {
-		return cli.UsageErrorf("--values and --helmrelease are two ways to say where the entry is: give one")
 	}
 	if (o.ValuesFile != "" || o.ReleaseFile != "") && o.Secret == "" {
 		return cli.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
@@ -185,10 +167,9 @@ type rotatePlan struct {
 	// resourceVersion read; none for a rotation in place.
 	Patch    []api.PatchOp `json:"patch,omitempty"`
 	Values   repointAction `json:"values"`
-	File     *values.File  `json:"-"`
-	Edited   []byte        `json:"-"`
-	ListPath string        `json:"listPath,omitempty"`
-	Warning  string        `json:"warning,omitempty"`
+	fileEdit `json:"-"`
+	ListPath string `json:"listPath,omitempty"`
+	Warning  string `json:"warning,omitempty"`
 }
 
 // planRotate decides every write from the facts; it reads and writes nothing.
@@ -323,7 +304,7 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 	if f.Kubeconfig, err = kc.Bytes(); err != nil {
 		return nil, nil, err
 	}
-	if f.File, err = readFile(o.ValuesFile, o.ReleaseFile); err != nil {
+	if f.File, err = o.readFile(); err != nil {
 		return nil, nil, err
 	}
 	r := &RotateReport{
@@ -367,10 +348,8 @@ func (o *RotateOptions) apply(ctx context.Context, hub *Hub, p *rotatePlan) erro
 			return fmt.Errorf("pointing Spoke %s at secret %s: %w; the secret was written, the Spoke still uses the old one: run this again", o.Name, p.SecretName, err)
 		}
 	}
-	if p.Values == repointEntry && o.DryRun == cli.DryRunNone {
-		if err := p.File.Write(p.Edited); err != nil {
-			return fmt.Errorf("%w; the secret %s was written and the Spoke uses it: run this again, or point the entry at it by hand", err, p.SecretName)
-		}
+	if err := p.write(o.DryRun); err != nil {
+		return fmt.Errorf("%w; the secret %s was written and the Spoke uses it: run this again, or point the entry at it by hand", err, p.SecretName)
 	}
 	return nil
 }

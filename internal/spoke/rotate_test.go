@@ -110,7 +110,7 @@ func TestPlanRotate(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, tc := range cases {
-		p, err := planRotate(&RotateOptions{Name: "spoke-1", Secret: tc.secret}, rotateFacts{Namespace: "mural-system", Spoke: &spoke, Current: current, Kubeconfig: []byte("new"), File: tc.file})
+		p, err := planRotate(&RotateOptions{writeTarget: writeTarget{Name: "spoke-1"}, Secret: tc.secret}, rotateFacts{Namespace: "mural-system", Spoke: &spoke, Current: current, Kubeconfig: []byte("new"), File: tc.file})
 		assert.NilError(t, err, tc.name)
 		describePlan(t, &out, tc.name, p, p.Edited, func(dry cli.DryRun) []Step {
 			r := &RotateReport{Secret: "spoke-1-kubeconfig"}

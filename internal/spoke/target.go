@@ -1,0 +1,81 @@
+package spoke
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/values"
+)
+
+// writeTarget is what every writing command of kubectl spoke but set takes:
+// the spoke, the dry-run strategy, and the file that holds (or gets) the
+// spoke's values entry.
+type writeTarget struct {
+	Name string
+	// ValuesFile is a Helm values file, ReleaseFile a Flux HelmRelease
+	// manifest; at most one is given.
+	ValuesFile  string
+	ReleaseFile string
+	DryRun      cli.DryRun
+
+	f *cli.Factory
+}
+
+// Complete reads the arguments and the dry-run strategy.
+func (t *writeTarget) Complete(cmd *cobra.Command, args []string) error {
+	t.Name = args[0]
+	var err error
+	t.DryRun, err = cli.GetDryRun(cmd)
+	return err
+}
+
+// validate checks the name, the namespace and that one file at most is given.
+func (t *writeTarget) validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, t.Name); err != nil {
+		return err
+	}
+	if err := t.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if t.ValuesFile != "" && t.ReleaseFile != "" {
+		return cli.UsageErrorf("--values and --helmrelease are two ways to name the file of the spoke's entry: give one")
+	}
+	return nil
+}
+
+// file is the path of the --values or --helmrelease file ("" without one)
+// and its kind.
+func (t *writeTarget) file() (string, values.Kind) {
+	if t.ReleaseFile != "" {
+		return t.ReleaseFile, values.HelmRelease
+	}
+	return t.ValuesFile, values.HelmValues
+}
+
+// readFile reads the --values or --helmrelease file; nil without one.
+func (t *writeTarget) readFile() (*values.File, error) {
+	path, kind := t.file()
+	if path == "" {
+		return nil, nil
+	}
+	f, err := values.Read(path, kind)
+	if err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	return f, nil
+}
+
+// fileEdit is a planned edit of the --values or --helmrelease file: the
+// file as read, and what it becomes (nil: nothing to write).
+type fileEdit struct {
+	File   *values.File
+	Edited []byte
+}
+
+// write writes the edit, when there is one and this is no dry run.
+func (e fileEdit) write(dryRun cli.DryRun) error {
+	if e.Edited == nil || dryRun != cli.DryRunNone {
+		return nil
+	}
+	return e.File.Write(e.Edited)
+}
