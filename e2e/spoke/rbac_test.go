@@ -64,15 +64,16 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	assert.Equal(t, readFile(t, values), valuesFile)
 
-	// Without patch on Spokes, add --apply refuses before it writes the secret.
-	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, watch, create, patch, delete]", "patch")
+	// Without create on Spokes, add --apply refuses before it writes the secret.
+	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, watch, create, patch, delete]", "create")
 	assert.NilError(t, err)
 	assert.NilError(t, hub.ApplyYAML(ctx(t), fewer))
 	t.Cleanup(func() { assert.Check(t, hub.ApplyYAML(ctx(t), roles)) })
-	assert.NilError(t, as.WaitCanI(ctx(t), false, canPatch...))
+	canCreate := []string{"create", "spokes.fleetconfig.open-cluster-management.io", "-n", releaseNamespace}
+	assert.NilError(t, as.WaitCanI(ctx(t), false, canCreate...))
 	r := run("add", "least-2", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply")
 	assert.Equal(t, r.ExitCode, 3, r)
-	assert.Check(t, is.Contains(r.Stderr, "may not patch spokes.fleetconfig.open-cluster-management.io in namespace mural-system; nothing was changed"), r)
+	assert.Check(t, is.Contains(r.Stderr, "may not create spokes.fleetconfig.open-cluster-management.io in namespace mural-system; nothing was changed"), r)
 	assert.Check(t, is.Contains(r.Stderr, "spokekit-spoke-release"), r)
 	assert.Check(t, !secretExists(t, "least-2"))
 	assert.Equal(t, readFile(t, values), valuesFile)

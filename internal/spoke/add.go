@@ -411,8 +411,7 @@ func (p *addPlan) access(wait bool, hub *Hub) []cli.Access {
 		out = append(out, access("update", secretResource, hub.Namespace))
 	}
 	if p.SpokeAction != spokeNotApplied {
-		// The Spoke may not exist yet: server-side apply would create it.
-		out = append(out, hub.spokeAccess("create", "patch")...)
+		out = append(out, hub.spokeAccess("create")...)
 	}
 	if p.SpokeAction != spokeNotApplied && wait {
 		out = append(out, hub.waitJoinedAccess()...)
