@@ -114,3 +114,20 @@ func TestForceRemoveServerDryRunSendsThePatchThenTheDelete(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(string(data), planValues))
 }
+
+// A Spoke already gone: nothing to check, confirm or wait for, and the
+// values entry still leaves the file.
+func TestForceRemoveOfAGoneSpokeStillEditsTheFile(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 404, notFound)
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	assert.NilError(t, os.WriteFile(valuesFile, []byte(planValues), 0o600))
+	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--values", valuesFile)
+	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.Len(writes(srv), 0))
+	assert.Check(t, is.Contains(out, "already deleted"))
+	assert.Check(t, is.Contains(out, "entry removed"))
+	data, err := os.ReadFile(valuesFile)
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(data), "name: spoke-1"))
+}
