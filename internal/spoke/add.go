@@ -32,7 +32,6 @@ type AddOptions struct {
 	MinLifetime    time.Duration
 	// Cleanup is the new spoke's cleanupConfig, written in full.
 	Cleanup fleetconfig.CleanupConfig
-	Output  *cli.Output
 
 	hub *Hub
 	genericiooptions.IOStreams
@@ -66,7 +65,7 @@ func stepsTable(steps []Step) cli.Table {
 
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
+	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
@@ -111,8 +110,6 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "Kubeconfig file of the cluster to register (its current context is used).")
-	fl.StringVar(&o.ValuesFile, "values", "", "Helm values file whose fleetConfig.spokes gets the new entry.")
-	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest whose spec.values.fleetConfig.spokes gets the new entry.")
 	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry and the klusterlet's settings from; default the first.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
 	fl.BoolVar(&o.Apply, "apply", false, "Also create the Spoke on the hub now, as the chart would render it.")
@@ -126,10 +123,7 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	fl.BoolVar(&o.Cleanup.ForceClusterDrain, "force-cluster-drain", o.Cleanup.ForceClusterDrain, "cleanupConfig: on removal, move placement-managed workloads off the spoke first.")
 	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
 	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
-	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
-	cli.AddDryRunFlag(cmd)
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "Helm values file whose fleetConfig.spokes gets the new entry.", "Flux HelmRelease manifest whose spec.values.fleetConfig.spokes gets the new entry.")
 	return cmd
 }
 
@@ -147,7 +141,7 @@ func (o *AddOptions) Validate() error {
 	if o.Timeout < 0 || o.MinLifetime < 0 {
 		return cli.UsageErrorf("--timeout and --min-credential-lifetime must not be negative")
 	}
-	return o.Output.Validate()
+	return nil
 }
 
 // secretAction is what add does to the spoke's kubeconfig secret.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -74,38 +73,16 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 // Run checks that the spoke is unreachable, confirms, then carries out the
 // removal.
 func (o *ForceRemoveOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
-	if err != nil {
-		return err
-	}
-	s, err := o.spoke(ctx, hub)
-	if err != nil {
-		return err
-	}
-	if s != nil {
-		if err := o.refuseReachable(ctx, hub, s); err != nil {
-			return err
-		}
-	}
-	file, err := o.readFile()
-	if err != nil {
-		return err
-	}
-	// A Spoke already gone leaves nothing to wait for.
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: file, Force: true, Wait: s != nil})
-	if err != nil {
-		return err
-	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
-		return err
-	}
-	if s != nil && o.DryRun != cli.DryRunClient {
-		if err := cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer); err != nil {
-			return err
-		}
-	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeForceRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
-	return o.carryOut(ctx, hub, plan, r, "run the same command again to keep waiting")
+	return o.run(ctx, removal{
+		Kind:  "SpokeForceRemove",
+		Check: o.refuseReachable,
+		Force: true,
+		Wait:  true,
+		Confirm: func(ctx context.Context) error {
+			return cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer)
+		},
+		AfterTimeout: "run the same command again to keep waiting",
+	})
 }
 
 // refuseReachable refuses a spoke not shown to be unreachable, unless

@@ -23,26 +23,20 @@ import (
 type removalOptions struct {
 	writeTarget
 	Timeout time.Duration
-	Output  *cli.Output
 
 	genericiooptions.IOStreams
 }
 
 func newRemovalOptions(f *cli.Factory, streams genericiooptions.IOStreams) removalOptions {
-	return removalOptions{Timeout: 5 * time.Minute, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
+	return removalOptions{Timeout: 5 * time.Minute, writeTarget: newWriteTarget(f), IOStreams: streams}
 }
 
 // addFlags registers the flags both commands have; timeout says what
 // --timeout bounds.
 func (o *removalOptions) addFlags(cmd *cobra.Command, timeout string) {
-	fl := cmd.Flags()
-	fl.StringVar(&o.ValuesFile, "values", "", "Helm values file to remove the spoke's fleetConfig.spokes entry from.")
-	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest to remove the spoke's spec.values.fleetConfig.spokes entry from.")
-	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, timeout)
-	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
-	cli.AddDryRunFlag(cmd)
-	o.Output.AddFlags(cmd)
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, timeout)
+	o.writeTarget.addFlags(cmd, "Helm values file to remove the spoke's fleetConfig.spokes entry from.",
+		"Flux HelmRelease manifest to remove the spoke's spec.values.fleetConfig.spokes entry from.")
 }
 
 // Validate rejects bad input before any request.
@@ -53,7 +47,7 @@ func (o *removalOptions) Validate() error {
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout must not be negative")
 	}
-	return o.Output.Validate()
+	return nil
 }
 
 // spoke reads the Spoke to remove (nil when there is none) and refuses one
@@ -134,7 +128,11 @@ type removalPlan struct {
 // planRemoval decides every write of a removal from what was read; it reads
 // and writes nothing.
 func planRemoval(in removalInput) (*removalPlan, error) {
-	p := &removalPlan{Namespace: in.Namespace, Name: in.Name, Deletion: deletionGone, ForceDelete: annotationNone, Values: entryRemovalNoFile, Wait: in.Wait}
+	// force-remove waits for the cleanup its delete starts: none when the
+	// Spoke is gone already. remove --wait also waits out a removal that an
+	// earlier run started.
+	p := &removalPlan{Namespace: in.Namespace, Name: in.Name, Deletion: deletionGone, ForceDelete: annotationNone, Values: entryRemovalNoFile,
+		Wait: in.Wait && (in.Spoke != nil || !in.Force)}
 	s := in.Spoke
 	switch {
 	case s == nil:
@@ -291,24 +289,67 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 	return out
 }
 
-// carryOut applies a checked plan, warns, waits when the plan says so, and
-// prints the report. afterTimeout is what to do when the wait runs out.
-func (o *removalOptions) carryOut(ctx context.Context, hub *Hub, p *removalPlan, r *RemoveReport, afterTimeout string) error {
-	if err := hub.applyRemoval(ctx, p, o.DryRun); err != nil {
+// removal is what tells remove and force-remove apart.
+type removal struct {
+	// Kind is the report's kind.
+	Kind string
+	// Check refuses the removal of an existing Spoke, before anything changes.
+	Check func(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error
+	// Force annotates the Spoke for force-delete first.
+	Force bool
+	Wait  bool
+	// Confirm, when set, asks before the first write to an existing Spoke.
+	Confirm func(ctx context.Context) error
+	// AfterTimeout is what to do when the wait runs out.
+	AfterTimeout string
+}
+
+// run reads and checks, plans, applies, warns, waits and prints.
+func (o *removalOptions) run(ctx context.Context, how removal) error {
+	hub, err := NewHub(ctx, o.f)
+	if err != nil {
 		return err
 	}
-	r.Steps = p.steps(o.DryRun)
-	if p.Warning != "" {
-		r.Warnings = append(r.Warnings, p.Warning)
-		fmt.Fprintln(o.ErrOut, p.Warning)
+	s, err := o.spoke(ctx, hub)
+	if err != nil {
+		return err
 	}
-	if p.Wait && o.DryRun == cli.DryRunNone {
+	if s != nil {
+		if err := how.Check(ctx, hub, s); err != nil {
+			return err
+		}
+	}
+	file, err := o.readFile()
+	if err != nil {
+		return err
+	}
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: file, Force: how.Force, Wait: how.Wait})
+	if err != nil {
+		return err
+	}
+	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
+		return err
+	}
+	if how.Confirm != nil && s != nil && o.DryRun != cli.DryRunClient {
+		if err := how.Confirm(ctx); err != nil {
+			return err
+		}
+	}
+	if err := hub.applyRemoval(ctx, plan, o.DryRun); err != nil {
+		return err
+	}
+	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun)}
+	if plan.Warning != "" {
+		r.Warnings = append(r.Warnings, plan.Warning)
+		fmt.Fprintln(o.ErrOut, plan.Warning)
+	}
+	if plan.Wait && o.DryRun == cli.DryRunNone {
 		if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
 			_ = o.Output.Print(o.Out, r, r.table)
-			return fmt.Errorf("%w; %s", err, afterTimeout)
+			return fmt.Errorf("%w; %s", err, how.AfterTimeout)
 		}
 		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
-		r.Leftovers = p.Leftovers
+		r.Leftovers = plan.Leftovers
 	}
 	return o.Output.Print(o.Out, r, r.table)
 }

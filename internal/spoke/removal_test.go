@@ -51,7 +51,7 @@ func TestPlanRemoval(t *testing.T) {
 		{"force-remove again, annotated and being deleted", removalInput{Spoke: spoke(removing, func(s *fleetconfig.Spoke) {
 			s.Annotations = map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}
 		}), Force: true, Wait: true}},
-		{"force-remove, gone", removalInput{Force: true}},
+		{"force-remove, gone", removalInput{Force: true, Wait: true}},
 	}
 	var out strings.Builder
 	for _, tc := range cases {

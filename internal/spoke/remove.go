@@ -84,32 +84,12 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Run checks that nothing blocks the removal, then carries it out.
 func (o *RemoveOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
-	if err != nil {
-		return err
-	}
-	s, err := o.spoke(ctx, hub)
-	if err != nil {
-		return err
-	}
-	if s != nil {
-		if err := refuseBlockedRemoval(ctx, hub, s); err != nil {
-			return err
-		}
-	}
-	file, err := o.readFile()
-	if err != nil {
-		return err
-	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: file, Wait: o.Wait})
-	if err != nil {
-		return err
-	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
-		return err
-	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta("SpokeRemove", hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun)}
-	return o.carryOut(ctx, hub, plan, r, fmt.Sprintf("the Spoke is marked for deletion: see kubectl spoke status %s, and if the cluster is gone for good, kubectl spoke force-remove %s", o.Name, o.Name))
+	return o.run(ctx, removal{
+		Kind:         "SpokeRemove",
+		Check:        refuseBlockedRemoval,
+		Wait:         o.Wait,
+		AfterTimeout: fmt.Sprintf("the Spoke is marked for deletion: see kubectl spoke status %s, and if the cluster is gone for good, kubectl spoke force-remove %s", o.Name, o.Name),
+	})
 }
 
 // refuseBlockedRemoval refuses, before anything changes, a removal the hub

@@ -29,7 +29,6 @@ type RotateOptions struct {
 	KubeconfigFile string
 	Secret         string
 	MinLifetime    time.Duration
-	Output         *cli.Output
 
 	genericiooptions.IOStreams
 }
@@ -65,7 +64,7 @@ func (r *RotateReport) table() cli.Table {
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, Output: cli.NewOutput(), writeTarget: writeTarget{f: f}, IOStreams: streams}
+	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
@@ -106,15 +105,11 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	fl := cmd.Flags()
 	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "The new kubeconfig file of the spoke cluster.")
 	fl.StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
-	fl.StringVar(&o.ValuesFile, "values", "", "With --secret: Helm values file whose fleetConfig.spokes entry for the spoke is pointed at the new secret.")
-	fl.StringVar(&o.ReleaseFile, "helmrelease", "", "With --secret: Flux HelmRelease manifest whose spec.values.fleetConfig.spokes entry for the spoke is pointed at the new secret.")
 	fl.DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
 	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
 	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
-	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
-	cli.AddDryRunFlag(cmd)
-	o.Output.AddFlags(cmd)
+	o.addFlags(cmd, "With --secret: Helm values file whose fleetConfig.spokes entry for the spoke is pointed at the new secret.",
+		"With --secret: Flux HelmRelease manifest whose spec.values.fleetConfig.spokes entry for the spoke is pointed at the new secret.")
 	return cmd
 }
 
@@ -134,7 +129,7 @@ func (o *RotateOptions) Validate() error {
 	if o.MinLifetime < 0 {
 		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
 	}
-	return o.Output.Validate()
+	return nil
 }
 
 // rotateFacts is what rotate-kubeconfig read and checked before planning.

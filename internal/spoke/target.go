@@ -17,8 +17,24 @@ type writeTarget struct {
 	ValuesFile  string
 	ReleaseFile string
 	DryRun      cli.DryRun
+	Output      *cli.Output
 
 	f *cli.Factory
+}
+
+func newWriteTarget(f *cli.Factory) writeTarget {
+	return writeTarget{Output: cli.NewOutput(), f: f}
+}
+
+// addFlags registers --values and --helmrelease (with what each does to the
+// entry), --dry-run and -o.
+func (t *writeTarget) addFlags(cmd *cobra.Command, valuesUsage, releaseUsage string) {
+	cmd.Flags().StringVar(&t.ValuesFile, "values", "", valuesUsage)
+	cmd.Flags().StringVar(&t.ReleaseFile, "helmrelease", "", releaseUsage)
+	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
+	cli.AddDryRunFlag(cmd)
+	t.Output.AddFlags(cmd)
 }
 
 // Complete reads the arguments and the dry-run strategy.
@@ -29,7 +45,8 @@ func (t *writeTarget) Complete(cmd *cobra.Command, args []string) error {
 	return err
 }
 
-// validate checks the name, the namespace and that one file at most is given.
+// validate checks the name, the namespace, that one file at most is given,
+// and -o.
 func (t *writeTarget) validate() error {
 	if err := cli.ValidateNames(cli.ClusterName, t.Name); err != nil {
 		return err
@@ -40,7 +57,7 @@ func (t *writeTarget) validate() error {
 	if t.ValuesFile != "" && t.ReleaseFile != "" {
 		return cli.UsageErrorf("--values and --helmrelease are two ways to name the file of the spoke's entry: give one")
 	}
-	return nil
+	return t.Output.Validate()
 }
 
 // file is the path of the --values or --helmrelease file ("" without one)
