@@ -115,7 +115,7 @@ type removalPlan struct {
 	// UID guards the delete: a Spoke made again under the name is not deleted.
 	UID         types.UID        `json:"uid,omitempty"`
 	ForceDelete annotationAction `json:"forceDelete"`
-	// Patch sets the annotation, guarded by the resourceVersion read.
+	// Patch sets the annotation (see forceDeletePatch).
 	Patch      []api.PatchOp `json:"patch,omitempty"`
 	Values     entryRemoval  `json:"values"`
 	fileEdit   `json:"-"`
@@ -177,16 +177,21 @@ func helmRelease(s *fleetconfig.Spoke) string {
 	return HelmRelease(s)
 }
 
-// forceDeletePatch adds the force-delete annotation in a JSON patch whose
-// test of the resourceVersion read makes it fail, rather than overwrite,
-// when someone changed the Spoke in between.
+// forceDeletePatch adds the force-delete annotation in a JSON patch that
+// first tests the Spoke's UID (the Spoke that was checked, not one made
+// again under its name) and that what it adds is still absent: a racing
+// writer's annotations are never overwritten, the patch fails instead. Not
+// the resourceVersion: the FleetConfig controller updates a Spoke's status
+// all the time, and a patch guarded by it loses that race.
 func forceDeletePatch(s *fleetconfig.Spoke) []api.PatchOp {
-	ops := []api.PatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: s.ResourceVersion}}
+	ops := []api.PatchOp{{Op: "test", Path: "/metadata/uid", Value: s.UID}}
 	if len(s.Annotations) == 0 {
-		return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}})
+		return append(ops,
+			api.PatchOp{Op: "test", Path: "/metadata/annotations", Value: absent},
+			api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}})
 	}
-	key := strings.NewReplacer("~", "~0", "/", "~1").Replace(fleetconfig.ForceDeleteAnnotation)
-	return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations/" + key, Value: "true"})
+	path := "/metadata/annotations/" + pointerToken(fleetconfig.ForceDeleteAnnotation)
+	return append(ops, api.PatchOp{Op: "test", Path: path, Value: absent}, api.PatchOp{Op: "add", Path: path, Value: "true"})
 }
 
 // access is what applying the plan needs on the hub.
@@ -222,7 +227,7 @@ func (h *Hub) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli.DryRu
 			return err
 		}
 		if _, err := spokes.Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)}); err != nil {
-			return fmt.Errorf("annotating Spoke %s/%s for force-delete (refused when it changed since it was read): %w; nothing was changed: run the same command again", p.Namespace, p.Name, err)
+			return fmt.Errorf("annotating Spoke %s/%s for force-delete (refused when it was replaced or its annotations changed since it was read): %w; nothing was changed: run the same command again", p.Namespace, p.Name, err)
 		}
 	}
 	if p.Deletion == deletionDelete {

@@ -64,36 +64,58 @@ func TestPlanRemoval(t *testing.T) {
 	golden.Assert(t, out.String(), "removal-plans.golden")
 }
 
-// The force-delete patch adds the annotation and keeps the others, and
-// fails on a Spoke that changed since it was read.
+// The force-delete patch adds the annotation and keeps the others; a status
+// update in between does not stop it, a Spoke made again under the name or
+// annotated in between by someone else does.
 func TestForceDeletePatch(t *testing.T) {
+	apply := func(t *testing.T, s fleetconfig.Spoke, patch []byte) (*fleetconfig.Spoke, error) {
+		t.Helper()
+		p, err := jsonpatch.DecodePatch(patch)
+		assert.NilError(t, err)
+		doc, err := json.Marshal(s)
+		assert.NilError(t, err)
+		out, err := p.Apply(doc)
+		if err != nil {
+			return nil, err
+		}
+		var after fleetconfig.Spoke
+		assert.NilError(t, json.Unmarshal(out, &after))
+		return &after, nil
+	}
 	for name, annotations := range map[string]map[string]string{
 		"no annotations": nil,
 		"Helm's":         {fleetconfig.HelmReleaseNameAnnotation: "mural"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.ResourceVersion, s.Annotations = "41", annotations })
-			patch, err := json.Marshal(forceDeletePatch(&s))
+			read := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.UID, s.ResourceVersion, s.Annotations = "u-1", "41", annotations })
+			patch, err := json.Marshal(forceDeletePatch(&read))
 			assert.NilError(t, err)
-			p, err := jsonpatch.DecodePatch(patch)
+
+			now := read
+			now.ResourceVersion, now.Status.Phase = "42", fleetconfig.SpokePhaseUnhealthy
+			after, err := apply(t, now, patch)
 			assert.NilError(t, err)
-			doc, err := json.Marshal(s)
-			assert.NilError(t, err)
-			got, err := p.Apply(doc)
-			assert.NilError(t, err)
-			var after fleetconfig.Spoke
-			assert.NilError(t, json.Unmarshal(got, &after))
 			want := map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}
 			for k, v := range annotations {
 				want[k] = v
 			}
 			assert.Check(t, is.DeepEqual(after.Annotations, want))
 
-			s.ResourceVersion = "42"
-			doc, err = json.Marshal(s)
-			assert.NilError(t, err)
-			_, err = p.Apply(doc)
-			assert.Check(t, err != nil, "a Spoke changed in between is not patched")
+			again := now
+			again.UID = "u-2"
+			_, err = apply(t, again, patch)
+			assert.Check(t, err != nil, "a Spoke made again under the name is not patched")
+
+			raced := now
+			raced.Annotations = map[string]string{"team": "ml"}
+			for k, v := range annotations {
+				raced.Annotations[k] = v
+			}
+			if annotations != nil {
+				raced.Annotations[fleetconfig.ForceDeleteAnnotation] = "false"
+			}
+			_, err = apply(t, raced, patch)
+			assert.Check(t, err != nil, "annotations someone else wrote in between are not overwritten")
 		})
 	}
 }

@@ -79,8 +79,8 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 
 			The secret is replaced in place (the same object, guarded by its
 			resourceVersion). With --secret the kubeconfig goes into that secret
-			instead and the Spoke is pointed at it (a JSON patch guarded by the
-			Spoke's resourceVersion). The --secret secret is created; one that
+			instead and the Spoke is pointed at it (a JSON patch that fails if the
+			Spoke was replaced or pointed elsewhere since it was read). The --secret secret is created; one that
 			exists already is only used when it holds a kubeconfig of the same
 			cluster and no other Spoke uses it (then updated, guarded by its
 			resourceVersion), else the command exits 3 and nothing changes.
@@ -158,8 +158,8 @@ const (
 type rotatePlan struct {
 	Secret     secretWrite `json:"-"`
 	SecretName string      `json:"secret"`
-	// Patch points the Spoke at the new secret, guarded by the
-	// resourceVersion read; none for a rotation in place.
+	// Patch points the Spoke at the new secret (see repointPatch); none
+	// for a rotation in place.
 	Patch    []api.PatchOp `json:"patch,omitempty"`
 	Values   repointAction `json:"values"`
 	fileEdit `json:"-"`
@@ -178,10 +178,7 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 	if o.Secret != "" && o.Secret != ref.Name {
 		p.Secret = secretWrite{Namespace: f.Namespace, Name: o.Secret, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Target}
 		p.SecretName = o.Secret
-		p.Patch = []api.PatchOp{
-			{Op: "test", Path: "/metadata/resourceVersion", Value: f.Spoke.ResourceVersion},
-			{Op: "replace", Path: "/spec/kubeconfig/secretReference", Value: fleetconfig.SecretReference{Name: o.Secret, KubeconfigKey: fleetconfig.DefaultKubeconfigKey}},
-		}
+		p.Patch = repointPatch(f.Spoke, o.Secret)
 		if release := HelmRelease(f.Spoke); release != "" && f.File == nil {
 			p.Warning = helmRepointWarning(o.Name, release, ref.Name, o.Secret)
 		}
@@ -200,6 +197,25 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// repointPatch points the Spoke at secret in a JSON patch that first tests
+// its UID and the reference it had when read: a Spoke made again under the
+// name, or pointed elsewhere in between, is not changed. Not the
+// resourceVersion: the FleetConfig controller updates a Spoke's status all
+// the time, and a patch guarded by it loses that race.
+func repointPatch(s *fleetconfig.Spoke, secret string) []api.PatchOp {
+	ref := s.Spec.Kubeconfig.SecretReference
+	var key any = absent
+	if ref.KubeconfigKey != "" {
+		key = ref.KubeconfigKey
+	}
+	return []api.PatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: s.UID},
+		{Op: "test", Path: "/spec/kubeconfig/secretReference/name", Value: ref.Name},
+		{Op: "test", Path: "/spec/kubeconfig/secretReference/kubeconfigKey", Value: key},
+		{Op: "replace", Path: "/spec/kubeconfig/secretReference", Value: fleetconfig.SecretReference{Name: secret, KubeconfigKey: fleetconfig.DefaultKubeconfigKey}},
+	}
 }
 
 // fill writes into the report what the plan did, or under a dry run

@@ -2,18 +2,21 @@ package spoke
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/values"
@@ -90,7 +93,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 // secret, with and without a values file.
 func TestPlanRotate(t *testing.T) {
 	spoke := newSpoke("spoke-1", helmRendered)
-	spoke.ResourceVersion = "41"
+	spoke.UID, spoke.ResourceVersion = "u-1", "41"
 	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"}}
 	file := func(data string) *values.File {
 		return &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(data)}
@@ -183,4 +186,41 @@ func TestRotateInPlaceConflict(t *testing.T) {
 	assert.Check(t, is.Contains(errOut, "secret mural-system/spoke-1-kubeconfig was created or changed by someone else while this command ran; nothing was changed"))
 	assert.Check(t, is.Equal(out, ""))
 	assert.Check(t, is.DeepEqual(writes(srv), []string{"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig?fieldManager=kubectl-spoke"}))
+}
+
+// The repoint patch goes through a status update in between, not through a
+// Spoke made again or pointed elsewhere by someone else.
+func TestRepointPatch(t *testing.T) {
+	read := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.UID, s.ResourceVersion = "u-1", "41" })
+	read.Spec.Kubeconfig.SecretReference.KubeconfigKey = "kubeconfig"
+	data, err := json.Marshal(repointPatch(&read, "spoke-1-2027"))
+	assert.NilError(t, err)
+	patch, err := jsonpatch.DecodePatch(data)
+	assert.NilError(t, err)
+	apply := func(s fleetconfig.Spoke) (*fleetconfig.Spoke, error) {
+		doc, err := json.Marshal(s)
+		assert.NilError(t, err)
+		out, err := patch.Apply(doc)
+		if err != nil {
+			return nil, err
+		}
+		var after fleetconfig.Spoke
+		assert.NilError(t, json.Unmarshal(out, &after))
+		return &after, nil
+	}
+	busy := read
+	busy.ResourceVersion, busy.Status.Phase = "42", fleetconfig.SpokePhaseUnhealthy
+	after, err := apply(busy)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(after.Spec.Kubeconfig.SecretReference, &fleetconfig.SecretReference{Name: "spoke-1-2027", KubeconfigKey: "kubeconfig"}))
+
+	again := busy
+	again.UID = "u-2"
+	_, err = apply(again)
+	assert.Check(t, err != nil, "a Spoke made again under the name is not patched")
+
+	moved := busy
+	moved.Spec.Kubeconfig.SecretReference = &fleetconfig.SecretReference{Name: "someone-elses", KubeconfigKey: "kubeconfig"}
+	_, err = apply(moved)
+	assert.Check(t, err != nil, "a reference someone else changed in between is not overwritten")
 }
