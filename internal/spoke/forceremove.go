@@ -121,6 +121,9 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if s == nil {
+		if err := hub.RefuseOutOfBand(ctx, o.Name); err != nil {
+			return err
+		}
 		r.Steps = append(r.Steps, Step{"spoke " + hub.Namespace + "/" + o.Name, "already deleted"})
 		return o.Output.Print(o.Out, r, r.table)
 	}

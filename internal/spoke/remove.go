@@ -137,6 +137,8 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 		if err := refuseBlockedRemoval(ctx, hub, s); err != nil {
 			return err
 		}
+	} else if err := hub.RefuseOutOfBand(ctx, o.Name); err != nil {
+		return err
 	}
 	edit, err := planValuesRemoval(o.ValuesFile, o.ReleaseFile, o.Name)
 	if err != nil {
