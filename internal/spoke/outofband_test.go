@@ -37,15 +37,11 @@ func TestOutOfBandRowsFollowTheSpokes(t *testing.T) {
 	}
 	oob := OutOfBandRows(spokes, clusters)
 	assert.Equal(t, len(oob), 2, "every ManagedCluster without a Spoke, and only those")
-	for _, all := range []bool{false, true} {
+	for all, file := range map[bool]string{false: "rows-out-of-band.golden", true: "rows-out-of-band-all-namespaces.golden"} {
 		list := SpokeList{Items: append(BuildRows(spokes, clusters), oob...), allNamespaces: all}
 		var buf bytes.Buffer
 		assert.NilError(t, cli.WriteTable(&buf, list.Table(now), true))
-		name := "rows-out-of-band.golden"
-		if all {
-			name = "rows-out-of-band-all-namespaces.golden"
-		}
-		golden.Assert(t, buf.String(), name)
+		golden.Assert(t, buf.String(), file)
 	}
 
 	data, err := json.Marshal(oob[1])
