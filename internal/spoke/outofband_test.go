@@ -72,6 +72,13 @@ func TestOutOfBandStatus(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(string(data), `"outOfBand":true`))
 	assert.Check(t, is.Contains(string(data), `"brushIgnore":true`))
+
+	// Left behind by a removed Spoke: it is leaving, not joined by hand.
+	mc.DeletionTimestamp = &metav1.Time{Time: now}
+	mc.Finalizers = []string{"cluster.open-cluster-management.io/api-resource-cleanup"}
+	buf.Reset()
+	assert.NilError(t, cli.WriteTable(&buf, BuildOutOfBandStatus(&mc, nil, "").Table(), false))
+	golden.Assert(t, buf.String(), "status-out-of-band-deleting.golden")
 }
 
 func TestOutOfBandRefusal(t *testing.T) {
@@ -235,4 +242,12 @@ func TestRemoveWithoutSpokeOrClusterIsDone(t *testing.T) {
 	code, _, errOut = run(srv, "status", "gone", "-n", "mural-system")
 	assert.Equal(t, code, cli.ExitFailed)
 	assert.Check(t, is.Contains(errOut, `spoke "gone" not found in namespace mural-system`))
+
+	// A removed Spoke can go before its ManagedCluster: running remove
+	// again is not refused.
+	srv.Respond("GET "+clustersPath+"/gone", 200, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster",
+		"metadata":{"name":"gone","deletionTimestamp":"2026-11-30T11:00:00Z","finalizers":["cluster.open-cluster-management.io/api-resource-cleanup"]},"spec":{}}`)
+	code, out, errOut = run(srv, "remove", "gone", "-n", "mural-system")
+	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Check(t, is.Contains(out, "already deleted"))
 }

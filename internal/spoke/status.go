@@ -127,9 +127,12 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 func (r SpokeStatus) Table() cli.Table {
 	t := cli.Table{Columns: []cli.Column{{Name: "ASPECT"}, {Name: "STATE"}}}
 	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
-	if r.OutOfBand {
+	switch {
+	case r.OutOfBand && r.Deleting:
+		add("spoke", "none, and the ManagedCluster is being deleted (finalizers: "+strings.Join(r.Finalizers, ", ")+")")
+	case r.OutOfBand:
 		add("spoke", "none: joined out of band (clusteradm join); kubectl spoke does not manage it")
-	} else {
+	default:
 		phase := r.Phase
 		if r.Deleting {
 			phase += " (being deleted; finalizers: " + strings.Join(r.Finalizers, ", ") + ")"
@@ -171,7 +174,9 @@ func (r SpokeStatus) Table() cli.Table {
 		add("note", r.Note)
 	}
 	if r.OutOfBand {
-		add("removal", "by hand, not by kubectl spoke: kubectl spoke remove "+r.Metadata.Name+" prints the steps")
+		if !r.Deleting {
+			add("removal", "by hand, not by kubectl spoke: kubectl spoke remove "+r.Metadata.Name+" prints the steps")
+		}
 		return t
 	}
 	add("helm release", orNone(r.HelmRelease))
