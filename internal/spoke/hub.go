@@ -33,6 +33,9 @@ type Hub struct {
 	Namespace string
 	// ChunkSize is the page size of list requests.
 	ChunkSize int64
+	// hubNamespaces are the namespaces that hold a fleet Hub, as NewHub
+	// found them; nil when it did not look (-n given) or could not.
+	hubNamespaces map[string]bool
 }
 
 // NewHub builds the clients and resolves the namespace: -n when given;
@@ -60,8 +63,14 @@ func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("looking for the fleet's Hub to find the release namespace: %w", err)
 	}
-	if err == nil && len(hubs.Items) == 1 {
-		h.Namespace = hubs.Items[0].GetNamespace()
+	if err == nil {
+		h.hubNamespaces = map[string]bool{}
+		for i := range hubs.Items {
+			h.hubNamespaces[hubs.Items[i].GetNamespace()] = true
+		}
+		if len(hubs.Items) == 1 {
+			h.Namespace = hubs.Items[0].GetNamespace()
+		}
 	}
 	return h, nil
 }
@@ -92,9 +101,13 @@ func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error
 func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
 	s, err := h.Spoke(ctx, name)
 	if err == nil && s == nil {
-		err = fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
+		err = h.spokeNotFound(name)
 	}
 	return s, err
+}
+
+func (h *Hub) spokeNotFound(name string) error {
+	return fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
 }
 
 // StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the

@@ -47,6 +47,14 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			List every spoke of the fleet: the Spoke's PHASE joined with its
 			ManagedCluster's JOINED and AVAILABLE conditions.
 
+			Clusters joined out of band (clusteradm join, without a Spoke) follow
+			the Spokes with PHASE OutOfBand, and outOfBand: true in -o json|yaml
+			(brushIgnore: true when they carry brush-ignore=true). They show in
+			the namespace of the fleet's Hub, where a ManagedCluster counts as out
+			of band when no Spoke of that namespace has its name, and with -A,
+			where no Spoke of any namespace has it. -l selects Spokes by their
+			labels and so leaves them out.
+
 			It reads Spokes and ManagedClusters with one paginated list each,
 			however many spokes there are.`),
 		Example: templates.Examples(`
@@ -59,6 +67,9 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			# The spokes of every namespace, and those labelled env=prod
 			kubectl spoke list -A
 			kubectl spoke list -l env=prod
+
+			# Clusters joined out of band, which kubectl spoke does not manage
+			kubectl spoke list -o json | jq -r '.items[] | select(.outOfBand) | .metadata.name'
 
 			# Names of the spokes that are not available
 			kubectl spoke list -o json | jq -r '.items[] | select(.available != "True") | .metadata.name'`),
@@ -142,15 +153,29 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	// the one reported, whichever fails first.
 	var spokes []fleetconfig.Spoke
 	var clusters []ocm.ManagedCluster
-	var spokesErr, clustersErr error
+	var spokesErr, clustersErr, fleetErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { spokes, spokesErr = o.hub.listedSpokes(ctx, ns, o.Selector) })
 	wg.Go(func() { clusters, clustersErr = o.hub.listedClusters(ctx) })
+	// Clusters joined out of band are shown with the whole fleet's Spokes:
+	// with -A, or in the namespace of the fleet's Hub, where the Spokes
+	// live. -l selects Spokes by their labels, which such a cluster lacks.
+	withOutOfBand := o.AllNamespaces && o.Selector == ""
+	if !o.AllNamespaces && o.Selector == "" {
+		wg.Go(func() { withOutOfBand, fleetErr = o.hub.fleetNamespace(ctx, ns) })
+	}
 	wg.Wait()
 	if err := cmp.Or(spokesErr, clustersErr); err != nil {
 		return err
 	}
-	rows, selErr := selectRows(BuildRows(spokes, clusters), o.Names)
+	if fleetErr != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: clusters joined out of band are not shown: %v\n", fleetErr)
+	}
+	rows := BuildRows(spokes, clusters)
+	if withOutOfBand {
+		rows = append(rows, OutOfBandRows(spokes, clusters)...)
+	}
+	rows, selErr := selectRows(rows, o.Names)
 	list := SpokeList{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeList", Items: rows, allNamespaces: o.AllNamespaces}
 	if len(rows) == 0 && len(o.Names) == 0 && o.Output.IsTable() {
 		where := "in namespace " + o.hub.Namespace

@@ -33,8 +33,15 @@ type listedSpoke struct {
 }
 
 type listedCluster struct {
-	Metadata listedMeta `json:"metadata"`
-	Spec     struct {
+	Metadata struct {
+		listedMeta
+		// Only the one annotation a row shows: decoding a struct field
+		// skips the other keys without building a map per cluster.
+		Annotations struct {
+			BrushIgnore *string `json:"agent.open-cluster-management.io/brush-ignore"`
+		} `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
 		Taints []ocm.Taint `json:"taints"`
 	} `json:"spec"`
 	Status struct {
@@ -67,6 +74,9 @@ func (h *Hub) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) 
 	out := make([]ocm.ManagedCluster, len(l))
 	for i, c := range l {
 		out[i].ObjectMeta = metav1.ObjectMeta{Name: c.Metadata.Name, CreationTimestamp: c.Metadata.CreationTimestamp}
+		if v := c.Metadata.Annotations.BrushIgnore; v != nil {
+			out[i].Annotations = map[string]string{ocm.BrushIgnoreAnnotation: *v}
+		}
 		out[i].Spec.Taints = c.Spec.Taints
 		out[i].Status.Conditions = c.Status.Conditions
 	}

@@ -51,11 +51,15 @@ func (o *removalOptions) Validate() error {
 }
 
 // spoke reads the Spoke to remove (nil when there is none) and refuses one
-// a Compute Pool manages.
+// a Compute Pool manages or a cluster joined out of band.
 func (o *removalOptions) spoke(ctx context.Context, hub *Hub) (*fleetconfig.Spoke, error) {
 	s, err := hub.Spoke(ctx, o.Name)
-	if err != nil || s == nil {
+	if err != nil {
 		return nil, err
+	}
+	if s == nil {
+		// No Spoke: gone, or a cluster that joined without one (refused).
+		return nil, hub.RefuseOutOfBand(ctx, o.Name)
 	}
 	if err := refuseComputePool(s); err != nil {
 		return nil, err

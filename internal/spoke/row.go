@@ -30,6 +30,11 @@ type SpokeRow struct {
 	Cleanup        fleetconfig.CleanupConfig `json:"cleanupConfig"`
 	// ManagedCluster says whether the hub has a ManagedCluster for the spoke.
 	ManagedCluster bool `json:"managedCluster"`
+	// OutOfBand marks a ManagedCluster that no Spoke registers: it was
+	// joined by hand (clusteradm join), and kubectl spoke does not manage it.
+	OutOfBand bool `json:"outOfBand,omitempty"`
+	// BrushIgnore: the ManagedCluster says PaletteAI installs nothing there.
+	BrushIgnore bool `json:"brushIgnore,omitempty"`
 }
 
 // SpokeList is what list and get print.
@@ -63,12 +68,7 @@ func BuildRows(spokes []fleetconfig.Spoke, clusters []ocm.ManagedCluster) []Spok
 			r.Secret = s.Spec.Kubeconfig.SecretReference.Name
 		}
 		if mc := byName[s.Name]; mc != nil {
-			r.ManagedCluster = true
-			r.Joined = conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined)
-			r.Available = conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable)
-			for _, t := range mc.Spec.Taints {
-				r.Taints = append(r.Taints, t.Key+":"+t.Effect)
-			}
+			r.setCluster(mc)
 		}
 		rows = append(rows, r)
 	}
@@ -76,6 +76,23 @@ func BuildRows(spokes []fleetconfig.Spoke, clusters []ocm.ManagedCluster) []Spok
 		return cmp.Or(strings.Compare(a.Metadata.Namespace, b.Metadata.Namespace), strings.Compare(a.Metadata.Name, b.Metadata.Name))
 	})
 	return rows
+}
+
+// setCluster fills in what the row shows of its ManagedCluster.
+func (r *SpokeRow) setCluster(mc *ocm.ManagedCluster) {
+	r.ManagedCluster = true
+	r.Joined = conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined)
+	r.Available = conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable)
+	r.Taints = taintStrings(mc.Spec.Taints)
+	r.BrushIgnore = brushIgnored(mc)
+}
+
+func taintStrings(taints []ocm.Taint) []string {
+	var out []string
+	for _, t := range taints {
+		out = append(out, t.Key+":"+t.Effect)
+	}
+	return out
 }
 
 func conditionStatus(conds []metav1.Condition, t string) string {
@@ -97,12 +114,15 @@ func (l SpokeList) Table(now time.Time) cli.Table {
 		t.Columns = append([]cli.Column{{Name: "NAMESPACE"}}, t.Columns...)
 	}
 	for _, r := range l.Items {
-		joined, avail := r.Joined, r.Available
+		phase, joined, avail := r.Phase, r.Joined, r.Available
 		if !r.ManagedCluster {
 			joined, avail = "-", "-"
 		}
+		if r.OutOfBand {
+			phase = PhaseOutOfBand
+		}
 		row := []string{
-			r.Metadata.Name, r.Phase, joined, avail, age(r.Created, now),
+			r.Metadata.Name, phase, joined, avail, age(r.Created, now),
 			r.Hub, r.Secret, strings.Join(r.Taints, ","), cleanupWords(r.Cleanup),
 		}
 		if l.allNamespaces {

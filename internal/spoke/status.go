@@ -17,9 +17,12 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// SpokeStatus is what status prints about one spoke.
+// SpokeStatus is what status prints about one spoke, or about a
+// ManagedCluster joined out of band (OutOfBand; no Spoke, so only the
+// ManagedCluster and its ManifestWorks).
 type SpokeStatus struct {
 	api.ReportMeta `json:",inline"`
+	OutOfBand      bool                  `json:"outOfBand,omitempty"`
 	Phase          string                `json:"phase"`
 	Deleting       bool                  `json:"deleting,omitempty"`
 	Conditions     []ConditionReport     `json:"conditions"`
@@ -31,6 +34,8 @@ type SpokeStatus struct {
 	Secret         string                `json:"kubeconfigSecret,omitempty"`
 	Credential     *CredentialReport     `json:"credential,omitempty"`
 	Finalizers     []string              `json:"finalizers,omitempty"`
+	// Note says what could not be checked.
+	Note string `json:"note,omitempty"`
 }
 
 // ConditionReport is a Spoke condition in words.
@@ -48,6 +53,33 @@ type ManagedClusterReport struct {
 	Available string   `json:"available"`
 	Reason    string   `json:"reason,omitempty"`
 	Taints    []string `json:"taints,omitempty"`
+	// BrushIgnore: PaletteAI installs nothing on the cluster.
+	BrushIgnore bool `json:"brushIgnore,omitempty"`
+}
+
+// clusterReport is what status shows of a ManagedCluster (nil: none).
+func clusterReport(mc *ocm.ManagedCluster) *ManagedClusterReport {
+	if mc == nil {
+		return nil
+	}
+	cr := &ManagedClusterReport{
+		Joined:      conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined),
+		Available:   conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable),
+		Taints:      taintStrings(mc.Spec.Taints),
+		BrushIgnore: brushIgnored(mc),
+	}
+	for _, c := range mc.Status.Conditions {
+		if c.Type == ocm.ManagedClusterConditionAvailable && c.Status != metav1.ConditionTrue {
+			cr.Reason = c.Message
+		}
+	}
+	return cr
+}
+
+// setWorks sorts the ManifestWorks of the cluster's namespace.
+func (r *SpokeStatus) setWorks(works []ocm.ManifestWork) {
+	r.BlockingWorks = BlockingWorks(works)
+	r.OtherWorks = len(works) - len(r.BlockingWorks)
 }
 
 // CredentialReport describes the stored kubeconfig without any secret.
@@ -86,23 +118,8 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 	for _, c := range s.Status.Conditions {
 		r.Conditions = append(r.Conditions, ConditionReport{Type: c.Type, Status: string(c.Status), Want: string(c.WantStatus), OK: c.Status == c.WantStatus, Message: c.Message})
 	}
-	if mc != nil {
-		cr := &ManagedClusterReport{
-			Joined:    conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionJoined),
-			Available: conditionStatus(mc.Status.Conditions, ocm.ManagedClusterConditionAvailable),
-		}
-		for _, c := range mc.Status.Conditions {
-			if c.Type == ocm.ManagedClusterConditionAvailable && c.Status != metav1.ConditionTrue {
-				cr.Reason = c.Message
-			}
-		}
-		for _, t := range mc.Spec.Taints {
-			cr.Taints = append(cr.Taints, t.Key+":"+t.Effect)
-		}
-		r.ManagedCluster = cr
-	}
-	r.BlockingWorks = BlockingWorks(works)
-	r.OtherWorks = len(works) - len(r.BlockingWorks)
+	r.ManagedCluster = clusterReport(mc)
+	r.setWorks(works)
 	return r
 }
 
@@ -110,11 +127,18 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 func (r SpokeStatus) Table() cli.Table {
 	t := cli.Table{Columns: []cli.Column{{Name: "ASPECT"}, {Name: "STATE"}}}
 	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
-	phase := r.Phase
-	if r.Deleting {
-		phase += " (being deleted; finalizers: " + strings.Join(r.Finalizers, ", ") + ")"
+	switch {
+	case r.OutOfBand && r.Deleting:
+		add("spoke", "none, and the ManagedCluster is being deleted (finalizers: "+strings.Join(r.Finalizers, ", ")+")")
+	case r.OutOfBand:
+		add("spoke", "none: joined out of band (clusteradm join); kubectl spoke does not manage it")
+	default:
+		phase := r.Phase
+		if r.Deleting {
+			phase += " (being deleted; finalizers: " + strings.Join(r.Finalizers, ", ") + ")"
+		}
+		add("phase", phase)
 	}
-	add("phase", phase)
 	for _, c := range r.Conditions {
 		state := c.Status
 		if !c.OK {
@@ -131,15 +155,30 @@ func (r SpokeStatus) Table() cli.Table {
 			add("not available because", mc.Reason)
 		}
 		add("taints", strings.Join(mc.Taints, ", "))
+		if mc.BrushIgnore {
+			add("brush-ignore", "true (PaletteAI installs none of its components there)")
+		}
 	} else {
 		add("managed cluster", "none on the hub")
 	}
 	blocking := "none"
-	if len(r.BlockingWorks) > 0 {
+	switch {
+	case len(r.BlockingWorks) > 0 && r.OutOfBand:
+		blocking = strings.Join(r.BlockingWorks, ", ") + " (no placement or add-on owns them: move or delete them before the cluster leaves)"
+	case len(r.BlockingWorks) > 0:
 		blocking = strings.Join(r.BlockingWorks, ", ") + " (they block removal; no placement or add-on owns them)"
 	}
 	add("blocking ManifestWorks", blocking)
 	add("other ManifestWorks", fmt.Sprintf("%d (placement or add-on; they leave on their own)", r.OtherWorks))
+	if r.Note != "" {
+		add("note", r.Note)
+	}
+	if r.OutOfBand {
+		if !r.Deleting {
+			add("removal", "by hand, not by kubectl spoke: kubectl spoke remove "+r.Metadata.Name+" prints the steps")
+		}
+		return t
+	}
 	add("helm release", orNone(r.HelmRelease))
 	add("compute pool", orNone(r.ComputePool))
 	add("kubeconfig secret", orNone(r.Secret))
@@ -179,7 +218,11 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			Explain where a spoke stands: the Spoke's phase and each condition in
 			words, whether its ManagedCluster joined and is available and with
 			which taints, the ManifestWorks that would block its removal, whether
-			Helm or a Compute Pool owns it, and when the stored credential expires.`),
+			Helm or a Compute Pool owns it, and when the stored credential expires.
+
+			For a cluster joined out of band (a ManagedCluster that no Spoke of
+			the namespace has) it reports that, the ManagedCluster's state, its
+			brush-ignore mark and its ManifestWorks.`),
 		Example: templates.Examples(`
 			# Why is spoke-2 not Running?
 			kubectl spoke status spoke-2
@@ -217,9 +260,12 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := hub.ExistingSpoke(ctx, o.Name)
+	s, err := hub.Spoke(ctx, o.Name)
 	if err != nil {
 		return err
+	}
+	if s == nil {
+		return o.printOutOfBand(ctx, hub)
 	}
 	mc, err := hub.ManagedCluster(ctx, o.Name)
 	if err != nil {
@@ -235,6 +281,24 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return refused
+}
+
+// printOutOfBand reports a ManagedCluster that no Spoke of the namespace
+// registers; without one either, the spoke is not found.
+func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *Hub) error {
+	mc, note, err := hub.outOfBandCluster(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	if mc == nil {
+		return hub.spokeNotFound(o.Name)
+	}
+	works, err := hub.ManifestWorks(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	r := BuildOutOfBandStatus(mc, works, note)
+	return o.Output.Print(o.Out, r, r.Table)
 }
 
 // credential reads the stored kubeconfig and describes its credential. A

@@ -42,6 +42,17 @@ const (
 	PlacementDecisionLabel = "cluster.open-cluster-management.io/placement"
 
 	ManifestWorkCleanupFinalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
+
+	// ClusterAnnotationPrefix starts the key of every annotation a
+	// klusterlet asks for (registrationConfiguration.clusterAnnotations,
+	// which `clusteradm join --klusterlet-annotation k=v` fills in as
+	// ClusterAnnotationPrefix+k): its registration agent puts them on the
+	// ManagedCluster it creates, and drops keys without the prefix.
+	ClusterAnnotationPrefix = "agent.open-cluster-management.io/"
+	// BrushIgnoreAnnotation is PaletteAI's mark on a cluster joined out of
+	// band (`clusteradm join --klusterlet-annotation brush-ignore=true`):
+	// its Brush controller then installs nothing there.
+	BrushIgnoreAnnotation = ClusterAnnotationPrefix + "brush-ignore"
 )
 
 // ManagedCluster is a cluster registered to the hub (cluster-scoped; its

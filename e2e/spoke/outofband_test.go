@@ -1,0 +1,137 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/spokekit/spokekit/internal/api/ocm"
+)
+
+// clusterState is what remove or force-remove would change of a
+// ManagedCluster, and whether its ManifestWork still stands.
+type clusterState struct {
+	Annotations map[string]string
+	Finalizers  []string
+	Deleting    bool
+	Spec        any
+	WorkStands  bool
+}
+
+func stateOf(t *testing.T, name, work string) clusterState {
+	t.Helper()
+	mc := managedCluster(t, name)
+	assert.Assert(t, mc != nil, "ManagedCluster %s exists", name)
+	w, err := hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(name).Get(ctx(t), work, metav1.GetOptions{})
+	return clusterState{
+		Annotations: mc.GetAnnotations(), Finalizers: mc.GetFinalizers(), Deleting: mc.GetDeletionTimestamp() != nil,
+		Spec: mc.Object["spec"], WorkStands: err == nil && w.GetDeletionTimestamp() == nil,
+	}
+}
+
+// A cluster joined out of band: its agent joins the hub as after
+// `clusteradm join --klusterlet-annotation brush-ignore=true`, and no Spoke
+// registers it. list and status show it; remove and force-remove refuse it
+// with the steps to unjoin by hand, and change nothing.
+func TestOutOfBandCluster(t *testing.T) {
+	const name, work = "edge-oob", "edge-oob-work"
+	clusters := hub.Dynamic.Resource(ocm.ManagedClusterResource)
+	// The ManagedCluster as that agent creates it: the klusterlet's
+	// clusterAnnotations on it, not yet accepted.
+	_, err := clusters.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+		"metadata": map[string]any{"name": name, "annotations": map[string]any{ocm.BrushIgnoreAnnotation: "true"}},
+		"spec":     map[string]any{"hubAcceptsClient": false},
+	}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		// Unjoin by hand, in the order the refusal gives, so that the
+		// tests after this one see the hub as it was.
+		deleteWork(t, name, work)
+		hub.StopAgent(name)
+		assert.Check(t, clusters.Delete(ctx(t), name, metav1.DeleteOptions{}))
+		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := clusters.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		assert.Check(t, err, "ManagedCluster %s gone", name)
+	})
+	assert.NilError(t, hub.Join(ctx(t), name, spoke2))
+	createWork(t, name, work, nil)
+	waitConfigMap(t, spoke2, work, true)
+	before := stateOf(t, name, work)
+
+	// Without -n: the namespace comes from the fleet's Hub, as users run it.
+	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), "spoke", "list")
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`(?m)^edge-oob\s+OutOfBand\s+True\s+True\s+`, r.Stdout), r)
+
+	r = spoke(t, "list", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r)
+	var list struct {
+		Items []struct {
+			Metadata               struct{ Name, Namespace string }
+			OutOfBand, BrushIgnore bool
+			Joined, Available      string
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &list))
+	found := false
+	for _, it := range list.Items {
+		if it.Metadata.Name == name {
+			found = true
+			assert.Check(t, it.OutOfBand && it.BrushIgnore, "%+v", it)
+			assert.Equal(t, it.Metadata.Namespace, "", "a ManagedCluster is in no namespace")
+		} else {
+			assert.Check(t, !it.OutOfBand, "%s has a Spoke", it.Metadata.Name)
+		}
+	}
+	assert.Check(t, found, r.Stdout)
+
+	r = spoke(t, "list", "-A")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`(?m)^<none>\s+edge-oob\s+OutOfBand\s+`, r.Stdout), r)
+	r = spoke(t, "list", "-l", "env=prod")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, !strings.Contains(r.Stdout, name), "-l selects Spokes: %s", r)
+
+	r = spoke(t, "get", name, "-o", "yaml")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "outOfBand: true"), r)
+	assert.Check(t, is.Contains(r.Stdout, "brushIgnore: true"), r)
+
+	r = spoke(t, "status", name)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`spoke\s+none: joined out of band`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`managed cluster\s+joined True, available True`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`brush-ignore\s+true`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`blocking ManifestWorks\s+edge-oob-work`, r.Stdout), r)
+
+	for _, args := range [][]string{
+		{"remove", name, "--wait", "--timeout", "30s"},
+		{"force-remove", name, "--yes", "--even-if-reachable", "--timeout", "30s"},
+	} {
+		r = spoke(t, args...)
+		assert.Equal(t, r.ExitCode, 3, "%v: %s", args, r)
+		assert.Check(t, is.Contains(r.Stderr, "edge-oob was joined out of band (clusteradm join, with brush-ignore=true)"), r)
+		assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+		assert.Check(t, is.Contains(r.Stderr, "clusteradm unjoin --cluster-name edge-oob"), r)
+		assert.Check(t, is.Contains(r.Stderr, "kubectl delete managedcluster edge-oob"), r)
+		assert.Equal(t, r.Stdout, "", r)
+	}
+	assert.DeepEqual(t, stateOf(t, name, work), before)
+	assert.Check(t, spokeObject(t, name) == nil, "no Spoke was made")
+	waitConfigMap(t, spoke2, work, true)
+}
