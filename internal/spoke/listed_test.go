@@ -47,3 +47,19 @@ func TestListReadsEveryFieldARowShows(t *testing.T) {
 	assert.Check(t, r.Cleanup.PurgeKlusterletOperator && r.Cleanup.PurgeKubeconfigSecret && !r.Cleanup.PurgeAgentNamespace)
 	assert.Check(t, r.ManagedCluster)
 }
+
+// Keys are matched by their exact case, as the API machinery decodes them:
+// a "Phase" next to "phase" (an unpruned field, say) is another field.
+func TestListMatchesKeysByCase(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"metadata":{},"items":[{"metadata":{"name":"spoke-1","namespace":"mural-system"},"status":{"phase":"Running","Phase":"Deleting"}}]}`)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters", 200, `{"metadata":{},"items":[]}`)
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	got := cli.Execute(NewCmdSpoke(streams), []string{"list", "-n", "mural-system", "-o", "json", "--kubeconfig", srv.Kubeconfig}, streams)
+	assert.Equal(t, got, cli.ExitOK, errOut.String())
+	var list SpokeList
+	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
+	assert.Equal(t, len(list.Items), 1)
+	assert.Equal(t, list.Items[0].Phase, "Running")
+}
