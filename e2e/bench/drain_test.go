@@ -86,47 +86,51 @@ func BenchmarkDrain(b *testing.B) {
 	kubectl := filepath.Join(env.Tools.Bin, "kubectl")
 	cmd := c.For(b.TempDir())
 	run := 0
+	// Each shape is a sub-benchmark, so that one can run alone:
+	// make bench BENCH=Drain/16nodes.
 	for _, s := range []drainShape{{nodes: 4, maxConcurrent: 4}, {nodes: 16, guarded: 10, maxConcurrent: 8}} {
-		n := pairs
-		if v, err := strconv.Atoi(os.Getenv("SPOKEKIT_BENCH_PAIRS_16")); err == nil && v > 0 && s.nodes == 16 {
-			n = v
-		}
-		var ours, theirs []Usage
-		var ourLow, theirLow []float64
-		drain := func(into *[]Usage, low *[]float64, do func(nodes []string) Usage) func(int) {
-			return func(int) {
-				run++
-				ns := fmt.Sprintf("drain-%d", run)
-				nodes := setupPool(b, c, ns, s)
-				stop := watchBudget(b, c, ns, s)
-				*into = append(*into, do(nodes))
-				*low = append(*low, float64(stop()))
-				teardownPool(b, c, ns)
+		b.Run(fmt.Sprintf("%dnodes", s.nodes), func(b *testing.B) {
+			n := pairs
+			if v, err := strconv.Atoi(os.Getenv("SPOKEKIT_BENCH_PAIRS_16")); err == nil && v > 0 && s.nodes == 16 {
+				n = v
 			}
-		}
-		alternate(n,
-			drain(&ours, &ourLow, func(nodes []string) Usage {
-				args := append([]string{"fleetdrain", "node", "--ignore-daemonsets", "--max-concurrent", strconv.Itoa(s.maxConcurrent)}, nodes...)
-				return measure(b, cmd, kubectl, args...)
-			}),
-			drain(&theirs, &theirLow, func(nodes []string) Usage {
-				var u Usage
-				for _, node := range nodes {
-					u = u.plus(measure(b, cmd, kubectl, "drain", node, "--ignore-daemonsets"))
+			var ours, theirs []Usage
+			var ourLow, theirLow []float64
+			drain := func(into *[]Usage, low *[]float64, do func(nodes []string) Usage) func(int) {
+				return func(int) {
+					run++
+					ns := fmt.Sprintf("drain-%d", run)
+					nodes := setupPool(b, c, ns, s)
+					stop := watchBudget(b, c, ns, s)
+					*into = append(*into, do(nodes))
+					*low = append(*low, float64(stop()))
+					teardownPool(b, c, ns)
 				}
-				return u
-			}))
-		what := fmt.Sprintf("fleetdrain node, %d nodes x %d pods, --max-concurrent %d / kubectl drain one node after another", s.nodes, podsPerNode, s.maxConcurrent)
-		goal := "≤ 0.35"
-		if s.guarded > 0 {
-			what += fmt.Sprintf(", PDB over %d pods never violated", s.guarded*s.nodes)
-			goal = "scaling"
-		}
-		add(what, "s", seconds(ours), seconds(theirs), goal)
-		if s.guarded > 0 {
-			add(fmt.Sprintf("fewest healthy guarded pods while draining %d nodes (of %d)", s.nodes, s.guarded*s.nodes), "pods",
-				ourLow, theirLow, fmt.Sprintf("≥ %d, checked on every event", s.guarded*s.nodes-budgetUnavailable))
-		}
+			}
+			alternate(n,
+				drain(&ours, &ourLow, func(nodes []string) Usage {
+					args := append([]string{"fleetdrain", "node", "--ignore-daemonsets", "--max-concurrent", strconv.Itoa(s.maxConcurrent)}, nodes...)
+					return measure(b, cmd, kubectl, args...)
+				}),
+				drain(&theirs, &theirLow, func(nodes []string) Usage {
+					var u Usage
+					for _, node := range nodes {
+						u = u.plus(measure(b, cmd, kubectl, "drain", node, "--ignore-daemonsets"))
+					}
+					return u
+				}))
+			what := fmt.Sprintf("fleetdrain node, %d nodes x %d pods, --max-concurrent %d / kubectl drain one node after another", s.nodes, podsPerNode, s.maxConcurrent)
+			goal := "≤ 0.35"
+			if s.guarded > 0 {
+				what += fmt.Sprintf(", PDB over %d pods never violated", s.guarded*s.nodes)
+				goal = "scaling"
+			}
+			add(what, "s", seconds(ours), seconds(theirs), goal)
+			if s.guarded > 0 {
+				add(fmt.Sprintf("fewest healthy guarded pods while draining %d nodes (of %d)", s.nodes, s.guarded*s.nodes), "pods",
+					ourLow, theirLow, fmt.Sprintf("≥ %d, checked on every event", s.guarded*s.nodes-budgetUnavailable))
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -168,7 +169,14 @@ func ToUnstructured(obj any) (runtime.Object, error) {
 // WriteTable prints a table with kubectl's column layout; wide keeps the
 // columns marked Wide. Each cell is escaped to one line.
 func WriteTable(w io.Writer, t Table, wide bool) error {
-	tw := printers.GetNewTabWriter(w)
+	// The tab writer writes every cell and every run of padding separately:
+	// unbuffered, a 2,000-row table was some 20,000 write calls (a tenth of
+	// spoke list's CPU time), each of them waking the reader of the pipe. The
+	// buffer sits under the terminal escaping, as headings and cells are
+	// escaped here: escaping whole buffers could cut a character in two at a
+	// buffer's end.
+	bw := bufio.NewWriterSize(raw(w), 64<<10)
+	tw := printers.GetNewTabWriter(bw)
 	var keep []int
 	var head []string
 	for i, c := range t.Columns {
@@ -176,7 +184,7 @@ func WriteTable(w io.Writer, t Table, wide bool) error {
 			continue
 		}
 		keep = append(keep, i)
-		head = append(head, c.Name)
+		head = append(head, escapeLine(c.Name))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, row := range t.Rows {
@@ -193,5 +201,8 @@ func WriteTable(w io.Writer, t Table, wide bool) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }

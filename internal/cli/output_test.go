@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -84,4 +86,33 @@ func TestWriteTableShowsNoneForEmptyCells(t *testing.T) {
 	var buf bytes.Buffer
 	assert.NilError(t, WriteTable(&buf, Table{Columns: []Column{{Name: "A"}, {Name: "B"}}, Rows: [][]string{{"x"}}}, false))
 	assert.Equal(t, buf.String(), "A     B\nx     <none>\n")
+}
+
+// countingWriter counts the calls to Write (it has no WriteString, so
+// io.WriteString goes through Write too).
+type countingWriter struct {
+	buf    bytes.Buffer
+	writes int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.buf.Write(p)
+}
+
+func TestWriteTableWritesTheStreamInBlocks(t *testing.T) {
+	var rows [][]string
+	for i := range 2000 {
+		rows = append(rows, []string{fmt.Sprintf("spoke-%05d", i), "Running", "True"})
+	}
+	var out countingWriter
+	assert.NilError(t, WriteTable(terminalWriter{&out}, Table{Columns: []Column{{Name: "NAME"}, {Name: "PHASE"}, {Name: "JOINED"}}, Rows: rows}, false))
+	assert.Equal(t, strings.Count(out.buf.String(), "\n"), 2001)
+	assert.Assert(t, out.writes <= 2, "%d writes for %d bytes", out.writes, out.buf.Len())
+}
+
+func TestWriteTableEscapesHeadingsAndCells(t *testing.T) {
+	var out bytes.Buffer
+	assert.NilError(t, WriteTable(terminalWriter{&out}, Table{Columns: []Column{{Name: "A\x1b[2J"}}, Rows: [][]string{{"x\x1b]0;y\a"}}}, false))
+	assert.Equal(t, out.String(), "A^[[2J\nx^[]0;y\\x07\n")
 }

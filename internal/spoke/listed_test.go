@@ -28,11 +28,7 @@ func TestListReadsEveryFieldARowShows(t *testing.T) {
 		 "spec":{"hubAcceptsClient":true,"taints":[{"key":"fleetdrain.spokekit.io/drained","effect":"NoSelect","timeAdded":"2026-11-30T11:00:00Z"}]},
 		 "status":{"conditions":[{"type":"ManagedClusterJoined","status":"True","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"},
 		                         {"type":"ManagedClusterConditionAvailable","status":"False","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"}]}}]}`)
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	got := cli.Execute(NewCmdSpoke(streams), []string{"list", "-n", "mural-system", "-o", "json", "--kubeconfig", srv.Kubeconfig}, streams)
-	assert.Equal(t, got, cli.ExitOK, errOut.String())
-	var list SpokeList
-	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
+	list := listAsJSON(t, srv)
 	assert.Equal(t, len(list.Items), 1)
 	r := list.Items[0]
 	assert.Equal(t, r.Metadata.Name, "spoke-1")
@@ -46,4 +42,27 @@ func TestListReadsEveryFieldARowShows(t *testing.T) {
 	assert.DeepEqual(t, r.Taints, []string{"fleetdrain.spokekit.io/drained:NoSelect"})
 	assert.Check(t, r.Cleanup.PurgeKlusterletOperator && r.Cleanup.PurgeKubeconfigSecret && !r.Cleanup.PurgeAgentNamespace)
 	assert.Check(t, r.ManagedCluster)
+}
+
+// Keys are matched by their exact case, as the API machinery decodes them:
+// a "Phase" next to "phase" (an unpruned field, say) is another field.
+func TestListMatchesKeysByCase(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"metadata":{},"items":[{"metadata":{"name":"spoke-1","namespace":"mural-system"},"status":{"phase":"Running","Phase":"Deleting"}}]}`)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters", 200, `{"metadata":{},"items":[]}`)
+	list := listAsJSON(t, srv)
+	assert.Equal(t, len(list.Items), 1)
+	assert.Equal(t, list.Items[0].Phase, "Running")
+}
+
+// listAsJSON runs list -o json in mural-system against srv.
+func listAsJSON(t *testing.T, srv *clitest.APIServer) SpokeList {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	got := cli.Execute(NewCmdSpoke(streams), []string{"list", "-n", "mural-system", "-o", "json", "--kubeconfig", srv.Kubeconfig}, streams)
+	assert.Equal(t, got, cli.ExitOK, errOut.String())
+	var list SpokeList
+	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
+	return list
 }
