@@ -120,6 +120,8 @@ func TestForceRemoveServerDryRunSendsThePatchThenTheDelete(t *testing.T) {
 func TestForceRemoveOfAGoneSpokeStillEditsTheFile(t *testing.T) {
 	srv := clitest.NewAPIServer(t)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 404, notFound)
+	// Nor a ManagedCluster: not a cluster joined out of band.
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 404, notFound)
 	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(valuesFile, []byte(planValues), 0o600))
 	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--values", valuesFile)
