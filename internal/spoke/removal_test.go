@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/golden"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/values"
@@ -68,32 +69,17 @@ func TestPlanRemoval(t *testing.T) {
 // update in between does not stop it, a Spoke made again under the name or
 // annotated in between by someone else does.
 func TestForceDeletePatch(t *testing.T) {
-	apply := func(t *testing.T, s fleetconfig.Spoke, patch []byte) (*fleetconfig.Spoke, error) {
-		t.Helper()
-		p, err := jsonpatch.DecodePatch(patch)
-		assert.NilError(t, err)
-		doc, err := json.Marshal(s)
-		assert.NilError(t, err)
-		out, err := p.Apply(doc)
-		if err != nil {
-			return nil, err
-		}
-		var after fleetconfig.Spoke
-		assert.NilError(t, json.Unmarshal(out, &after))
-		return &after, nil
-	}
 	for name, annotations := range map[string]map[string]string{
 		"no annotations": nil,
 		"Helm's":         {fleetconfig.HelmReleaseNameAnnotation: "mural"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			read := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.UID, s.ResourceVersion, s.Annotations = "u-1", "41", annotations })
-			patch, err := json.Marshal(forceDeletePatch(&read))
-			assert.NilError(t, err)
+			patch := forceDeletePatch(&read)
 
 			now := read
 			now.ResourceVersion, now.Status.Phase = "42", fleetconfig.SpokePhaseUnhealthy
-			after, err := apply(t, now, patch)
+			after, err := applyPatch(t, now, patch)
 			assert.NilError(t, err)
 			want := map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}
 			for k, v := range annotations {
@@ -103,7 +89,7 @@ func TestForceDeletePatch(t *testing.T) {
 
 			again := now
 			again.UID = "u-2"
-			_, err = apply(t, again, patch)
+			_, err = applyPatch(t, again, patch)
 			assert.Check(t, err != nil, "a Spoke made again under the name is not patched")
 
 			raced := now
@@ -114,10 +100,28 @@ func TestForceDeletePatch(t *testing.T) {
 			if annotations != nil {
 				raced.Annotations[fleetconfig.ForceDeleteAnnotation] = "false"
 			}
-			_, err = apply(t, raced, patch)
+			_, err = applyPatch(t, raced, patch)
 			assert.Check(t, err != nil, "annotations someone else wrote in between are not overwritten")
 		})
 	}
+}
+
+// applyPatch applies a JSON patch to s as the API server would.
+func applyPatch(t *testing.T, s fleetconfig.Spoke, ops []api.PatchOp) (*fleetconfig.Spoke, error) {
+	t.Helper()
+	data, err := json.Marshal(ops)
+	assert.NilError(t, err)
+	p, err := jsonpatch.DecodePatch(data)
+	assert.NilError(t, err)
+	doc, err := json.Marshal(s)
+	assert.NilError(t, err)
+	out, err := p.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	var after fleetconfig.Spoke
+	assert.NilError(t, json.Unmarshal(out, &after))
+	return &after, nil
 }
 
 func TestPlanRemovalRefusesAFileItCannotEdit(t *testing.T) {

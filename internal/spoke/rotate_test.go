@@ -2,14 +2,12 @@ package spoke
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
@@ -193,34 +191,20 @@ func TestRotateInPlaceConflict(t *testing.T) {
 func TestRepointPatch(t *testing.T) {
 	read := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.UID, s.ResourceVersion = "u-1", "41" })
 	read.Spec.Kubeconfig.SecretReference.KubeconfigKey = "kubeconfig"
-	data, err := json.Marshal(repointPatch(&read, "spoke-1-2027"))
-	assert.NilError(t, err)
-	patch, err := jsonpatch.DecodePatch(data)
-	assert.NilError(t, err)
-	apply := func(s fleetconfig.Spoke) (*fleetconfig.Spoke, error) {
-		doc, err := json.Marshal(s)
-		assert.NilError(t, err)
-		out, err := patch.Apply(doc)
-		if err != nil {
-			return nil, err
-		}
-		var after fleetconfig.Spoke
-		assert.NilError(t, json.Unmarshal(out, &after))
-		return &after, nil
-	}
+	patch := repointPatch(&read, "spoke-1-2027")
 	busy := read
 	busy.ResourceVersion, busy.Status.Phase = "42", fleetconfig.SpokePhaseUnhealthy
-	after, err := apply(busy)
+	after, err := applyPatch(t, busy, patch)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(after.Spec.Kubeconfig.SecretReference, &fleetconfig.SecretReference{Name: "spoke-1-2027", KubeconfigKey: "kubeconfig"}))
 
 	again := busy
 	again.UID = "u-2"
-	_, err = apply(again)
+	_, err = applyPatch(t, again, patch)
 	assert.Check(t, err != nil, "a Spoke made again under the name is not patched")
 
 	moved := busy
 	moved.Spec.Kubeconfig.SecretReference = &fleetconfig.SecretReference{Name: "someone-elses", KubeconfigKey: "kubeconfig"}
-	_, err = apply(moved)
+	_, err = applyPatch(t, moved, patch)
 	assert.Check(t, err != nil, "a reference someone else changed in between is not overwritten")
 }
