@@ -130,6 +130,17 @@ func managedCluster(t testing.TB, name string) *unstructured.Unstructured {
 	return u
 }
 
+// spokeWrites counts the plugin's write requests to one object of the
+// release namespace ("spokes" or "secrets"), dry runs left out, from the
+// hub's audit log: the fleet controller's and the agents' own writes (which
+// move the resourceVersion too) are not counted.
+func spokeWrites(t testing.TB, resource, name string) int {
+	t.Helper()
+	n, err := hub.Writes(ctx(t), "kubectl-spoke/", resource, releaseNamespace, name)
+	assert.NilError(t, err)
+	return n
+}
+
 // secretExists tells whether the spoke's kubeconfig secret exists.
 func secretExists(t testing.TB, name string) bool {
 	t.Helper()

@@ -75,7 +75,7 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 	// reaches the spoke through the exec plugin (without the marker): the
 	// spoke stays available and force-remove has to ask the cluster.
 	waitAvailable(t, "untrusted")
-	spokeVersion := spokeObject(t, "untrusted").GetResourceVersion()
+	spokeBefore, secretBefore := spokeWrites(t, "spokes", "untrusted"), spokeWrites(t, "secrets", "untrusted-kubeconfig")
 
 	cases := []struct {
 		name   string
@@ -98,10 +98,12 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 			assert.Check(t, is.Contains(r.Stderr, `runs the exec plugin "sh"`), r)
 		})
 	}
-	assert.Equal(t, spokeObject(t, "untrusted").GetResourceVersion(), spokeVersion, "the Spoke is untouched")
+	assert.Equal(t, spokeWrites(t, "spokes", "untrusted"), spokeBefore, "the Spoke is untouched")
+	assert.Equal(t, spokeWrites(t, "secrets", "untrusted-kubeconfig"), secretBefore, "the secret is untouched")
+	assert.Equal(t, spokeWrites(t, "secrets", "orphan-kubeconfig"), 0, "the orphan secret is untouched")
 	now, err := secrets.Get(ctx(t), "untrusted-kubeconfig", metav1.GetOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, string(now.Data["kubeconfig"]), string(execConfig), "the secret is untouched")
+	assert.Equal(t, string(now.Data["kubeconfig"]), string(execConfig), "the secret holds what the test put there")
 }
 
 // At -v=10 client-go logs request and response bodies; the Secrets these
