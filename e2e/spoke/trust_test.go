@@ -13,11 +13,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
 
@@ -31,24 +28,6 @@ func spokeMarked(t *testing.T, args ...string) (harness.Result, bool) {
 	assert.NilError(t, err)
 	_, statErr := os.Stat(marker)
 	return r, statErr == nil
-}
-
-func waitAvailable(t *testing.T, name string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		mc := managedCluster(t, name)
-		if mc == nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == ocm.ManagedClusterConditionAvailable {
-				return m["status"] == "True", nil
-			}
-		}
-		return false, nil
-	})
-	assert.NilError(t, err, "ManagedCluster %s Available", name)
 }
 
 // A kubeconfig in a Secret of the hub is written by whoever may write that
