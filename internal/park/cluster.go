@@ -196,11 +196,7 @@ func (o *ParkOptions) Validate() error {
 // Run finds the platform's Cluster API, parks the cluster and, with --wait,
 // follows its machines away.
 func (o *ParkOptions) Run(ctx context.Context) error {
-	p, err := NewPlatform(o.f, o.Namespace)
-	if err != nil {
-		return err
-	}
-	return o.park(ctx, p)
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.park(ctx, p) })
 }
 
 func (o *ParkOptions) park(ctx context.Context, p *Platform) error {

@@ -189,10 +189,10 @@ func (o *ListOptions) Validate() error {
 
 // Run finds the platform's Cluster API and lists the clusters.
 func (o *ListOptions) Run(ctx context.Context) error {
-	p, err := NewPlatform(o.f, o.Namespace)
-	if err != nil {
-		return err
-	}
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.list(ctx, p) })
+}
+
+func (o *ListOptions) list(ctx context.Context, p *Platform) error {
 	ns := o.Namespace
 	if o.AllNamespaces {
 		ns = ""

@@ -227,11 +227,7 @@ func (o *ResumeOptions) Validate() error {
 // Run finds the platform's Cluster API, resumes the cluster and, with
 // --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
-	p, err := NewPlatform(o.f, o.Namespace)
-	if err != nil {
-		return err
-	}
-	return o.resume(ctx, p)
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.resume(ctx, p) })
 }
 
 func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {

@@ -281,11 +281,7 @@ func (o *StatusOptions) Validate() error {
 
 // Run finds the platform's Cluster API, reads both views and prints them.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	p, err := NewPlatform(o.f, o.Namespace)
-	if err != nil {
-		return err
-	}
-	return o.status(ctx, p)
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.status(ctx, p) })
 }
 
 func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
