@@ -66,14 +66,14 @@ type OCMHub struct {
 
 // StartOCMHub starts a hub cluster whose controller manager signs the
 // agents' CSRs, installs the hub CRDs and starts the OCM hub components.
-func (e *Env) StartOCMHub(ctx context.Context, name string) (*OCMHub, error) {
+func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOption) (*OCMHub, error) {
 	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}}
 	if _, err := os.Stat(h.bin); err != nil {
 		return nil, fmt.Errorf("the OCM components are missing (run `make e2e-tools`): %w", err)
 	}
 	// kwokctl writes the cluster's CA here before it starts the components.
 	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
-	c, err := e.StartCluster(ctx, name, func(o *clusterOptions) {
+	c, err := e.StartCluster(ctx, name, append(opts, func(o *clusterOptions) {
 		o.extraConfig += fmt.Sprintf(`componentsPatches:
 - name: kube-controller-manager
   extraArgs:
@@ -82,7 +82,7 @@ func (e *Env) StartOCMHub(ctx context.Context, name string) (*OCMHub, error) {
   - key: cluster-signing-key-file
     value: %s
 `, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
-	})
+	})...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,9 +90,12 @@ func TestFaultAddSpokeAnswerLost(t *testing.T) {
 
 func TestFaultRemoveAnswerLost(t *testing.T) {
 	values := writeFile(t, "values.yaml", valuesFile)
-	// The scenario is the lost answer, not the drain: as before the chart's
-	// default turned forceClusterDrain on.
-	r := spoke(t, "add", "fault-remove", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply", "--force-cluster-drain=false")
+	// Not joined yet when the DELETE lands (no --wait), with the chart's
+	// cleanupConfig (forceClusterDrain on). Upstream's hubCleanupPreflight
+	// (fleetconfig-controller internal/controller/v1beta1/spoke_handler.go)
+	// taints and deletes as for any delete: the lost answer is the client's
+	// alone, and nothing of the spoke may be left on the hub.
+	r := spoke(t, "add", "fault-remove", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply")
 	assert.Equal(t, r.ExitCode, 0, r)
 	viaFault := throughFault(t, &harness.Fault{Method: "DELETE", PathContains: "/spokes/fault-remove", Action: harness.LoseResponse})
 	args := []string{"remove", "fault-remove", "--values", values, "--wait", "--timeout", "2m"}

@@ -21,6 +21,7 @@ import (
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
@@ -128,6 +129,54 @@ func managedCluster(t testing.TB, name string) *unstructured.Unstructured {
 		return nil
 	}
 	return u
+}
+
+// spokeWrites counts the plugin's write requests to one object of the
+// release namespace ("spokes" or "secrets"), dry runs left out, from the
+// hub's audit log: the fleet controller's and the agents' own writes (which
+// move the resourceVersion too) are not counted.
+func spokeWrites(t testing.TB, resource, name string) int {
+	t.Helper()
+	n, err := hub.Writes(ctx(t), "kubectl-spoke/", resource, releaseNamespace, name)
+	assert.NilError(t, err)
+	return n
+}
+
+// available tells whether the ManagedCluster's Available condition is True.
+func available(mc *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == ocm.ManagedClusterConditionAvailable {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// availableManagedClusters names the ManagedClusters that are Available now.
+func availableManagedClusters(t testing.TB) []string {
+	t.Helper()
+	l, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).List(ctx(t), metav1.ListOptions{})
+	assert.NilError(t, err)
+	var names []string
+	for i := range l.Items {
+		if available(&l.Items[i]) {
+			names = append(names, l.Items[i].GetName())
+		}
+	}
+	return names
+}
+
+// waitAvailable waits until each named ManagedCluster exists and is Available.
+func waitAvailable(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			mc := managedCluster(t, name)
+			return mc != nil && available(mc), nil
+		})
+		assert.Check(t, err, "ManagedCluster %s Available", name)
+	}
 }
 
 // secretExists tells whether the spoke's kubeconfig secret exists.

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		env = e
 		g, gctx := errgroup.WithContext(start)
 		g.Go(func() (err error) {
-			if hub, err = env.StartOCMHub(gctx, "hub"); err != nil {
+			if hub, err = env.StartOCMHub(gctx, "hub", harness.AuditWrites()); err != nil {
 				return err
 			}
 			return fleet.InstallRelease(gctx, hub.Config, releaseNamespace, "mural")

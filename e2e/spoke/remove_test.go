@@ -35,6 +35,7 @@ func createWork(t *testing.T, cluster, name string, mutate func(*unstructured.Un
 func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	// forceClusterDrain is on by default (the chart's default): this spoke opts out.
 	addAndJoin(t, "blocked", spoke2, "--force-cluster-drain=false")
+	writes := spokeWrites(t, "spokes", "blocked")
 	createWork(t, "blocked", "hand-made", nil)
 	createWork(t, "blocked", "from-addon", func(u *unstructured.Unstructured) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ManagedClusterAddOn", Name: "x", UID: "1"}})
@@ -58,7 +59,8 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	assert.Check(t, !strings.Contains(r.Stderr, "from-addon") && !strings.Contains(r.Stderr, "from-placement"), r)
 	assert.Check(t, is.Contains(r.Stderr, "kubectl delete manifestwork -n blocked hand-made"), r)
 	s := spokeObject(t, "blocked")
-	assert.Assert(t, s != nil && s.GetDeletionTimestamp() == nil, "the Spoke is untouched")
+	assert.Assert(t, s != nil && s.GetDeletionTimestamp() == nil, "the Spoke is not deleted")
+	assert.Equal(t, spokeWrites(t, "spokes", "blocked"), writes, "the Spoke is untouched")
 
 	// Deleted on the hub, the work leaves the spoke: the agent removes it.
 	deleteWork(t, "blocked", "hand-made")
@@ -70,7 +72,8 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "from-placement"), r)
 	assert.Check(t, is.Contains(r.Stderr, "run `kubectl fleetdrain cluster blocked` first"), r)
-	assert.Check(t, spokeObject(t, "blocked").GetDeletionTimestamp() == nil, "the Spoke is untouched")
+	assert.Check(t, spokeObject(t, "blocked").GetDeletionTimestamp() == nil, "the Spoke is not deleted")
+	assert.Equal(t, spokeWrites(t, "spokes", "blocked"), writes, "the Spoke is untouched")
 
 	// No placement made it (it is made by hand), so no drain takes it away.
 	deleteWork(t, "blocked", "from-placement")

@@ -19,19 +19,19 @@ func TestRotateKubeconfig(t *testing.T) {
 	secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
 	before, err := secrets.Get(ctx(t), "rotating-kubeconfig", metav1.GetOptions{})
 	assert.NilError(t, err)
+	writes, spokeBefore := spokeWrites(t, "secrets", "rotating-kubeconfig"), spokeWrites(t, "spokes", "rotating")
 
 	t.Run("a kubeconfig of the other spoke is refused", func(t *testing.T) {
 		r := spoke(t, "rotate-kubeconfig", "rotating", "--spoke-kubeconfig", spoke2.Kubeconfig)
 		assert.Equal(t, r.ExitCode, 3, r)
 		assert.Check(t, is.Contains(r.Stderr, "reaches a different cluster than spoke rotating (different kube-system namespace UID)"), r)
-		now, err := secrets.Get(ctx(t), "rotating-kubeconfig", metav1.GetOptions{})
-		assert.NilError(t, err)
-		assert.Equal(t, now.ResourceVersion, before.ResourceVersion, "the secret is untouched")
+		assert.Equal(t, spokeWrites(t, "secrets", "rotating-kubeconfig"), writes, "the secret is untouched")
 	})
 	t.Run("a short-lived credential is refused", func(t *testing.T) {
 		r := spoke(t, "rotate-kubeconfig", "rotating", "--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "short", time.Now().Add(24*time.Hour))))
 		assert.Equal(t, r.ExitCode, 3, r)
 		assert.Check(t, is.Contains(r.Stderr, "sooner than --min-credential-lifetime"), r)
+		assert.Equal(t, spokeWrites(t, "secrets", "rotating-kubeconfig"), writes, "the secret is untouched")
 	})
 	t.Run("new credentials of the same cluster replace the secret in place", func(t *testing.T) {
 		expires := time.Now().Add(2 * 365 * 24 * time.Hour).Truncate(time.Second)
@@ -48,6 +48,8 @@ func TestRotateKubeconfig(t *testing.T) {
 		assert.Equal(t, after.UID, before.UID, "the same secret object")
 		assert.Equal(t, rep.SecretUID, string(before.UID))
 		assert.Check(t, string(after.Data["kubeconfig"]) != string(before.Data["kubeconfig"]))
+		assert.Equal(t, spokeWrites(t, "secrets", "rotating-kubeconfig"), writes+1, "one write")
+		assert.Equal(t, spokeWrites(t, "spokes", "rotating"), spokeBefore, "the Spoke is untouched: it keeps its secret")
 	})
 }
 
@@ -111,20 +113,21 @@ func TestRotateIntoNewSecretRepointsTheValuesEntry(t *testing.T) {
 
 func TestSetMutableAndImmutableFields(t *testing.T) {
 	addAndJoin(t, "settable", spoke1)
-	rv := spokeObject(t, "settable").GetResourceVersion()
+	writes := spokeWrites(t, "spokes", "settable")
 	for _, field := range []string{"hubRef.name=other-hub", "klusterlet.mode=Hosted", "proxyUrl=http://proxy:3128", "spec.createNamespace=false"} {
 		r := spoke(t, "set", "settable", "logVerbosity=2", field)
 		assert.Equal(t, r.ExitCode, 3, r)
 		assert.Check(t, is.Contains(r.Stderr, "cannot change once the spoke exists"), r)
 		assert.Check(t, is.Contains(r.Stderr, "kubectl spoke remove settable"), r)
 	}
-	assert.Equal(t, spokeObject(t, "settable").GetResourceVersion(), rv, "nothing was changed")
+	assert.Equal(t, spokeWrites(t, "spokes", "settable"), writes, "nothing was written")
 
 	r := spoke(t, "set", "settable", "logVerbosity=not-yaml: [")
 	assert.Equal(t, r.ExitCode, 2, r)
 
 	r = spoke(t, "set", "settable", "logVerbosity=3", "cleanupConfig.forceClusterDrain=true", "klusterlet.annotations.team=ml")
 	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Equal(t, spokeWrites(t, "spokes", "settable"), writes+1, "one write for the three fields")
 	s := spokeObject(t, "settable")
 	v, _, _ := unstructured.NestedInt64(s.Object, "spec", "logVerbosity")
 	assert.Equal(t, v, int64(3))
@@ -144,9 +147,9 @@ func TestSetMutableAndImmutableFields(t *testing.T) {
 	assert.Equal(t, annotations["example.com/owner"], "ops")
 
 	// Credentials change only through rotate-kubeconfig.
-	rv = spokeObject(t, "settable").GetResourceVersion()
+	writes = spokeWrites(t, "spokes", "settable")
 	r = spoke(t, "set", "settable", "kubeconfig.secretReference.name=spoke-2-kubeconfig")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "kubectl spoke rotate-kubeconfig settable"), r)
-	assert.Equal(t, spokeObject(t, "settable").GetResourceVersion(), rv, "nothing was changed")
+	assert.Equal(t, spokeWrites(t, "spokes", "settable"), writes, "nothing was written")
 }

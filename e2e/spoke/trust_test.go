@@ -13,11 +13,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
 
@@ -31,24 +28,6 @@ func spokeMarked(t *testing.T, args ...string) (harness.Result, bool) {
 	assert.NilError(t, err)
 	_, statErr := os.Stat(marker)
 	return r, statErr == nil
-}
-
-func waitAvailable(t *testing.T, name string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		mc := managedCluster(t, name)
-		if mc == nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(mc.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == ocm.ManagedClusterConditionAvailable {
-				return m["status"] == "True", nil
-			}
-		}
-		return false, nil
-	})
-	assert.NilError(t, err, "ManagedCluster %s Available", name)
 }
 
 // A kubeconfig in a Secret of the hub is written by whoever may write that
@@ -75,7 +54,7 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 	// reaches the spoke through the exec plugin (without the marker): the
 	// spoke stays available and force-remove has to ask the cluster.
 	waitAvailable(t, "untrusted")
-	spokeVersion := spokeObject(t, "untrusted").GetResourceVersion()
+	spokeBefore, secretBefore := spokeWrites(t, "spokes", "untrusted"), spokeWrites(t, "secrets", "untrusted-kubeconfig")
 
 	cases := []struct {
 		name   string
@@ -98,10 +77,12 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 			assert.Check(t, is.Contains(r.Stderr, `runs the exec plugin "sh"`), r)
 		})
 	}
-	assert.Equal(t, spokeObject(t, "untrusted").GetResourceVersion(), spokeVersion, "the Spoke is untouched")
+	assert.Equal(t, spokeWrites(t, "spokes", "untrusted"), spokeBefore, "the Spoke is untouched")
+	assert.Equal(t, spokeWrites(t, "secrets", "untrusted-kubeconfig"), secretBefore, "the secret is untouched")
+	assert.Equal(t, spokeWrites(t, "secrets", "orphan-kubeconfig"), 0, "the orphan secret is untouched")
 	now, err := secrets.Get(ctx(t), "untrusted-kubeconfig", metav1.GetOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, string(now.Data["kubeconfig"]), string(execConfig), "the secret is untouched")
+	assert.Equal(t, string(now.Data["kubeconfig"]), string(execConfig), "the secret holds what the test put there")
 }
 
 // At -v=10 client-go logs request and response bodies; the Secrets these

@@ -101,9 +101,11 @@ func TestAgentStoppedSpoke(t *testing.T) {
 	assert.Check(t, managedCluster(t, "silent-1") == nil)
 }
 
-// Stops spoke-2's control plane, so it runs last (this file sorts last) and
-// starts it again.
-func TestZForceRemoveUnreachableSpoke(t *testing.T) {
+// It stops spoke-2's control plane, which every spoke joined through
+// spoke-2 needs. Before it returns it starts it again and waits until the
+// ManagedClusters that were Available are Available again, so that it may
+// run before or after any other test.
+func TestForceRemoveUnreachableSpoke(t *testing.T) {
 	addAndJoin(t, "doomed", spoke2)
 
 	r := spoke(t, "force-remove", "doomed", "--yes")
@@ -114,8 +116,20 @@ func TestZForceRemoveUnreachableSpoke(t *testing.T) {
 	r = spoke(t, "force-remove", "doomed")
 	assert.Equal(t, r.ExitCode, 3, "no terminal, no --yes: %s", r)
 
+	wasAvailable := availableManagedClusters(t)
 	assert.NilError(t, spoke2.Stop(ctx(t)))
-	t.Cleanup(func() { assert.Check(t, spoke2.Start(ctx(t))) })
+	t.Cleanup(func() {
+		if !assert.Check(t, spoke2.Start(ctx(t))) {
+			return
+		}
+		var back []string
+		for _, name := range wasAvailable {
+			if managedCluster(t, name) != nil {
+				back = append(back, name)
+			}
+		}
+		waitAvailable(t, back...)
+	})
 	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
 
 	r = spoke(t, "list", "-o", "wide")

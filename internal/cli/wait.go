@@ -74,6 +74,15 @@ func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string
 	}
 }
 
+// ValidateTimeout refuses a negative --timeout: 0 is the one way to say
+// "no limit" in every command.
+func ValidateTimeout(timeout time.Duration) error {
+	if timeout < 0 {
+		return UsageErrorf("--timeout must not be negative (0: no limit), got %s", timeout)
+	}
+	return nil
+}
+
 // Deadline is one --timeout shared by the steps of a multi-step wait: each
 // step waits for what is left of it.
 type Deadline struct {

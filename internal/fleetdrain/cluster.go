@@ -28,7 +28,7 @@ type ClusterOptions struct {
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
 func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ClusterOptions{clusterTargets: newClusterTargets(streams), Timeout: 5 * time.Minute}
+	o := &ClusterOptions{clusterTargets: newClusterTargets(f, streams), Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME...",
 		Short: "Take spoke clusters out of the fleet's placements and wait for their workloads to leave",
@@ -57,7 +57,7 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			kubectl fleetdrain cluster spoke-1 -o yaml`),
 		Args:              cli.MinArgs(1, "cluster name"),
 		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
-		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the placement-managed ManifestWorks to leave each cluster, then exit 4 (0: no limit)")
 	cli.AddDryRunFlag(cmd)
@@ -70,15 +70,15 @@ func (o *ClusterOptions) Validate() error {
 	if err := o.clusterTargets.Validate(); err != nil {
 		return err
 	}
-	if o.Timeout < 0 {
-		return cli.UsageErrorf("--timeout must not be negative (0: no limit), got %s", o.Timeout)
-	}
-	return nil
+	return cli.ValidateTimeout(o.Timeout)
 }
 
 // Run plans every cluster (refusing unknown ones before any change), taints
 // them, and waits for the moving works to be gone.
 func (o *ClusterOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
 	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
 	clusters := map[string]*ocm.ManagedCluster{}
 	for _, name := range o.Clusters {

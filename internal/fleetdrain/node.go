@@ -43,8 +43,10 @@ type NodeOptions struct {
 	PDBTimeout               time.Duration
 	UncordonOnFailure        bool
 	DryRun                   cli.DryRun
-	client                   kubernetes.Interface
-	drainer                  *NodeDrainer
+
+	f       *cli.Factory
+	client  kubernetes.Interface
+	drainer *NodeDrainer
 }
 
 // NewNodeOptions returns the defaults: as safe as kubectl drain.
@@ -55,6 +57,7 @@ func NewNodeOptions(streams genericiooptions.IOStreams) *NodeOptions {
 // NewCmdNode builds `kubectl fleetdrain node`.
 func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewNodeOptions(streams)
+	o.f = f
 	cmd := &cobra.Command{
 		Use:   "node NODE... | -l SELECTOR",
 		Short: "Cordon nodes and evict their pods, several at once, within every disruption budget",
@@ -105,7 +108,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			# The same report as JSON, for a script
 			kubectl fleetdrain node worker-1 --ignore-daemonsets -o json`),
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
-		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	flags := cmd.Flags()
 	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Drain the nodes matching this label selector instead of named nodes")
@@ -125,23 +128,12 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	return cmd
 }
 
-// Complete reads the dry-run strategy, the client and the node names.
-func (o *NodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+// Complete reads the dry-run strategy and the node names.
+func (o *NodeOptions) Complete(cmd *cobra.Command, args []string) error {
 	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
+	o.DryRun, err = cli.GetDryRun(cmd)
 	o.Nodes = args
-	cfg, err := f.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	// The config carries the plugins' request rate (cli.ClientQPS): one
-	// eviction per pod, for several nodes at once.
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return fmt.Errorf("building the client: %w", err)
-	}
-	return nil
+	return err
 }
 
 // Validate rejects bad flags before any request.
@@ -158,6 +150,9 @@ func (o *NodeOptions) Validate() error {
 	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
 		return err
 	}
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
+	}
 	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
 		if _, err := labels.Parse(s.value); err != nil {
 			return cli.UsageErrorf("invalid %s %q: %v", s.flag, s.value, err)
@@ -168,8 +163,6 @@ func (o *NodeOptions) Validate() error {
 		return cli.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
 	case o.PDBTimeout <= 0:
 		return cli.UsageErrorf("--pdb-timeout must be positive, got %s", o.PDBTimeout)
-	case o.Timeout < 0:
-		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
 	case o.SkipWaitForDeleteTimeout < 0:
 		return cli.UsageErrorf("--skip-wait-for-delete-timeout must not be negative, got %d", o.SkipWaitForDeleteTimeout)
 	case o.GracePeriod < -1:
@@ -178,9 +171,19 @@ func (o *NodeOptions) Validate() error {
 	return nil
 }
 
-// Run plans every node, refuses before any change when something blocks,
-// then cordons all nodes and drains them, MaxConcurrent at a time.
+// Run builds the client (at the plugins' request rate, cli.ClientQPS: one
+// eviction per pod, for several nodes at once) and drains the nodes.
 func (o *NodeOptions) Run(ctx context.Context) error {
+	var err error
+	if o.client, err = o.f.KubernetesClientSet(); err != nil {
+		return err
+	}
+	return o.drainNodes(ctx)
+}
+
+// drainNodes plans every node, refuses before any change when something
+// blocks, then cordons all nodes and drains them, MaxConcurrent at a time.
+func (o *NodeOptions) drainNodes(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nodes, err := o.selectNodes(ctx)

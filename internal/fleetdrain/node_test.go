@@ -131,7 +131,7 @@ func TestConcurrentDrainsWriteStderrInTurn(t *testing.T) {
 	client, _ := fakeCluster(t, objs...)
 	o, out, errOut := nodeOptions(client, nodeNames(objs)...)
 	o.MaxConcurrent = 4
-	assert.NilError(t, o.Run(context.Background()))
+	assert.NilError(t, o.drainNodes(context.Background()))
 	assert.Equal(t, len(regexp.MustCompile(`(?m)^node/worker-\d+ drained$`).FindAllString(errOut.String(), -1)), 12, errOut.String())
 	assert.Check(t, is.Contains(errOut.String(), "12/12 nodes drained\n"))
 	assert.Check(t, is.Contains(out.String(), "Drained"))
@@ -216,7 +216,7 @@ func TestInterruptedDrainGivesBackItsCordons(t *testing.T) {
 		}
 	})
 
-	err := o.Run(ctx)
+	err := o.drainNodes(ctx)
 	assert.Equal(t, cli.ExitCode(err), cli.ExitInterrupted, "%v", err)
 	assert.ErrorContains(t, err, "0 of 3 node(s) drained; not drained: a, b, c; still cordoned: c;")
 	assert.ErrorContains(t, err, "kubectl fleetdrain uncordon node c`")
@@ -244,7 +244,7 @@ func TestNodeTimeoutAfterTheCordonExitsFour(t *testing.T) {
 	client, _ := fakeCluster(t, node("a", false, nil), &stuck, budget("db", "quorum", 0, map[string]string{"app": "db"}))
 	o, _, _ := nodeOptions(client, "a")
 	o.Timeout = time.Millisecond * 200
-	err := o.Run(context.Background())
+	err := o.drainNodes(context.Background())
 	assert.Equal(t, cli.ExitCode(err), cli.ExitTimedOut, "%v", err)
 	assert.ErrorContains(t, err, "0 of 1 node(s) drained")
 	assert.Check(t, getNode(t, client, "a").Spec.Unschedulable, "the cordon stays: a re-run finishes")
@@ -258,7 +258,7 @@ func TestServerDryRunSendsTheCordonAndEvictionsWithDryRun(t *testing.T) {
 	client, _ := fakeCluster(t, node("a", false, nil), &web)
 	o, _, _ := nodeOptions(client, "a")
 	o.DryRun = cli.DryRunServer
-	assert.NilError(t, o.Run(context.Background()))
+	assert.NilError(t, o.drainNodes(context.Background()))
 	var evictions, patches int
 	for _, a := range client.Actions() {
 		switch {
@@ -297,7 +297,7 @@ func TestNodeWritesNameTheFieldManager(t *testing.T) {
 func TestTheHintAfterTheTableGoesToStderr(t *testing.T) {
 	client, _ := fakeCluster(t, node("a", false, map[string]string{capi.MachineAnnotation: "md-0-abc"}))
 	o, out, errOut := nodeOptions(client, "a")
-	assert.NilError(t, o.Run(context.Background()))
+	assert.NilError(t, o.drainNodes(context.Background()))
 	assert.Check(t, is.Contains(out.String(), "Drained"))
 	assert.Check(t, !strings.Contains(out.String(), "platform team"), out.String())
 	assert.Check(t, is.Contains(errOut.String(), "node a is Machine md-0-abc"))

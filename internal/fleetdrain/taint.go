@@ -99,25 +99,30 @@ type clusterTargets struct {
 	Output   *cli.Output
 	Clusters []string
 	DryRun   cli.DryRun
+	f        *cli.Factory
 	dynamic  dynamic.Interface
 	access   authorizationclient.SelfSubjectAccessReviewsGetter
 }
 
-func newClusterTargets(streams genericiooptions.IOStreams) clusterTargets {
-	return clusterTargets{IOStreams: streams, Output: cli.NewOutput()}
+func newClusterTargets(f *cli.Factory, streams genericiooptions.IOStreams) clusterTargets {
+	return clusterTargets{IOStreams: streams, Output: cli.NewOutput(), f: f}
 }
 
-// Complete reads the dry-run strategy, the names and the hub's clients.
-func (o *clusterTargets) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+// Complete reads the dry-run strategy and the names.
+func (o *clusterTargets) Complete(cmd *cobra.Command, args []string) error {
 	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
+	o.DryRun, err = cli.GetDryRun(cmd)
 	o.Clusters = args
-	if o.dynamic, err = f.DynamicClient(); err != nil {
+	return err
+}
+
+// connect builds the hub's clients, as Run starts.
+func (o *clusterTargets) connect() error {
+	var err error
+	if o.dynamic, err = o.f.DynamicClient(); err != nil {
 		return err
 	}
-	o.access, err = accessClient(f)
+	o.access, err = accessClient(o.f)
 	return err
 }
 

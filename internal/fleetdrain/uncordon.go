@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -56,11 +55,11 @@ type UncordonNodeOptions struct {
 	Output *cli.Output
 	Nodes  []string
 	DryRun cli.DryRun
-	client kubernetes.Interface
+	f      *cli.Factory
 }
 
 func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UncordonNodeOptions{IOStreams: streams, Output: cli.NewOutput()}
+	o := &UncordonNodeOptions{IOStreams: streams, Output: cli.NewOutput(), f: f}
 	cmd := &cobra.Command{
 		Use:   "node NODE...",
 		Short: "Make drained nodes schedulable again",
@@ -80,21 +79,18 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 			kubectl fleetdrain uncordon node worker-1 --dry-run=client -o yaml`),
 		Args:              cli.MinArgs(1, "node name"),
 		ValidArgsFunction: cli.ResourceNames(f, "nodes"),
-		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
 }
 
-// Complete reads the dry-run strategy, the names and the client.
-func (o *UncordonNodeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+// Complete reads the dry-run strategy and the names.
+func (o *UncordonNodeOptions) Complete(cmd *cobra.Command, args []string) error {
 	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
+	o.DryRun, err = cli.GetDryRun(cmd)
 	o.Nodes = args
-	o.client, err = f.KubernetesClientSet()
 	return err
 }
 
@@ -109,7 +105,10 @@ func (o *UncordonNodeOptions) Validate() error {
 // Run gives back every node fleetdrain cordoned. It refuses, before any
 // change, when a named node was cordoned by someone else.
 func (o *UncordonNodeOptions) Run(ctx context.Context) error {
-	client := o.client
+	client, err := o.f.KubernetesClientSet()
+	if err != nil {
+		return err
+	}
 	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ type UncordonClusterOptions struct {
 
 // NewCmdUncordonCluster builds `kubectl fleetdrain uncordon cluster`.
 func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UncordonClusterOptions{clusterTargets: newClusterTargets(streams)}
+	o := &UncordonClusterOptions{clusterTargets: newClusterTargets(f, streams)}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME...",
 		Short: "Let placements select drained spoke clusters again",
@@ -188,7 +187,7 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 			kubectl fleetdrain uncordon cluster spoke-1 --dry-run=client`),
 		Args:              cli.MinArgs(1, "cluster name"),
 		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
-		RunE:              cli.RunE(o, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }),
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
@@ -197,6 +196,9 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 
 // Run removes the drain taint from every named cluster that has it.
 func (o *UncordonClusterOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
 	d := o.dynamic
 	for _, name := range o.Clusters {
 		if _, err := getManagedCluster(ctx, d, name); err != nil {

@@ -153,8 +153,8 @@ func TestClusterClientErrorsNameNoFlag(t *testing.T) {
 	assert.ErrorContains(t, err, "cannot read secret dynamo-prod/app-kubeconfig")
 	assert.Check(t, !strings.Contains(err.Error(), "--cluster-kubeconfig"), err.Error())
 
-	status := &StatusOptions{Name: "app", platform: p}
-	view, err := status.clusterView(context.Background())
+	status := &StatusOptions{Name: "app"}
+	view, err := status.clusterView(context.Background(), p)
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(view.Error, "pass --cluster-kubeconfig FILE"))
 }

@@ -114,14 +114,14 @@ type ParkOptions struct {
 	Timeout      time.Duration
 	DryRun       cli.DryRun
 
-	platform *Platform
+	f        *cli.Factory
 	progress *cli.Progress
 	now      func() time.Time
 }
 
 // NewCmdParkCluster builds `kubectl park cluster NAME`.
 func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ParkOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 10 * time.Minute, now: time.Now}
+	o := &ParkOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 10 * time.Minute, f: f, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Scale every worker pool of a cluster to zero and record what it was",
@@ -151,19 +151,7 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			kubectl park cluster app -n dynamo-prod --dry-run=client -o json`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			var err error
-			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
@@ -175,13 +163,13 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 
 // Complete fills the options from the command line and the kubeconfig; it
 // sends no request.
-func (o *ParkOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+func (o *ParkOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	var err error
 	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 		return err
 	}
-	if o.Namespace, _, err = f.Namespace(); err != nil {
+	if o.Namespace, _, err = o.f.Namespace(); err != nil {
 		return err
 	}
 	o.progress = cli.NewProgress(o.Streams.ErrOut)
@@ -196,8 +184,8 @@ func (o *ParkOptions) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
-	if o.Timeout < 0 {
-		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
 	}
 	if o.ControlPlane {
 		return cli.Refusedf("the control plane of cluster %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", o.Name)
@@ -205,9 +193,13 @@ func (o *ParkOptions) Validate() error {
 	return nil
 }
 
-// Run parks the cluster and, with --wait, follows its machines away.
+// Run finds the platform's Cluster API, parks the cluster and, with --wait,
+// follows its machines away.
 func (o *ParkOptions) Run(ctx context.Context) error {
-	p := o.platform
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.park(ctx, p) })
+}
+
+func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
 		return err
 	}
@@ -251,8 +243,8 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitParked(ctx); waitErr == nil {
-			plan.Survivors = o.survivors(ctx, before)
+		if waitErr = o.waitParked(ctx, p); waitErr == nil {
+			plan.Survivors = o.survivors(ctx, p, before)
 		} else {
 			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
@@ -267,9 +259,9 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 // whose drain a PodDisruptionBudget holds up, and then the Cluster until its
 // own status no longer counts workers, so that park list agrees the cluster
 // is parked. Both waits share the one --timeout.
-func (o *ParkOptions) waitParked(ctx context.Context) error {
+func (o *ParkOptions) waitParked(ctx context.Context, p *Platform) error {
 	deadline := cli.NewDeadline(o.Timeout)
-	err := cli.WaitFor(ctx, "worker machines of "+o.Name, o.platform.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+	err := cli.WaitFor(ctx, "worker machines of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {
@@ -287,7 +279,7 @@ func (o *ParkOptions) waitParked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cli.WaitFor(ctx, "cluster "+o.Name, o.platform.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress, clusterParked)
+	return cli.WaitFor(ctx, "cluster "+o.Name, p.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress, clusterParked)
 }
 
 // clusterParked checks the watched Cluster: done when park list would say

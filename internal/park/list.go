@@ -143,12 +143,12 @@ type ListOptions struct {
 	AllNamespaces bool
 	Namespace     string
 
-	platform *Platform
+	f *cli.Factory
 }
 
 // NewCmdList builds `kubectl park list`.
 func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Streams: streams, Output: cli.NewOutput()}
+	o := &ListOptions{Streams: streams, Output: cli.NewOutput(), f: f}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List clusters with their parked state, since when, and what was recorded",
@@ -165,41 +165,39 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			# Every cluster on the platform, with who parked them
 			kubectl park list -A -o wide`),
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the clusters of every namespace.")
 	return cmd
 }
 
-// Complete validates -o and connects to the platform.
-func (o *ListOptions) Complete(f *cli.Factory) error {
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
+// Complete reads the namespace; it sends no request.
+func (o *ListOptions) Complete(_ *cobra.Command, _ []string) error {
 	var err error
-	if o.Namespace, _, err = f.Namespace(); err != nil {
-		return err
-	}
-	if err := cli.ValidateNames(cli.NamespaceName, o.Namespace); err != nil {
-		return err
-	}
-	o.platform, err = NewPlatform(f, o.Namespace)
+	o.Namespace, _, err = o.f.Namespace()
 	return err
 }
 
-// Run lists the clusters.
+// Validate rejects bad flags before any request.
+func (o *ListOptions) Validate() error {
+	if err := cli.ValidateNames(cli.NamespaceName, o.Namespace); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
+
+// Run finds the platform's Cluster API and lists the clusters.
 func (o *ListOptions) Run(ctx context.Context) error {
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.list(ctx, p) })
+}
+
+func (o *ListOptions) list(ctx context.Context, p *Platform) error {
 	ns := o.Namespace
 	if o.AllNamespaces {
 		ns = ""
 	}
-	cs, err := o.platform.Clusters(ctx, ns)
+	cs, err := p.Clusters(ctx, ns)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,16 @@ func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
 	return &Platform{Dynamic: dyn, Kube: kube, Version: m.Resource.Version, Namespace: namespace}, nil
 }
 
+// onPlatform runs a command's work with the platform's clients, found as
+// its Run starts: discovery is the first request of every park command.
+func onPlatform(f *cli.Factory, namespace string, work func(*Platform) error) error {
+	p, err := NewPlatform(f, namespace)
+	if err != nil {
+		return err
+	}
+	return work(p)
+}
+
 func (p *Platform) resource(name string) dynamic.NamespaceableResourceInterface {
 	return p.Dynamic.Resource(capi.GVR(p.Version, name))
 }

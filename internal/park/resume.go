@@ -153,13 +153,13 @@ type ResumeOptions struct {
 	DryRun    cli.DryRun
 
 	replicasSet bool
-	platform    *Platform
+	f           *cli.Factory
 	progress    *cli.Progress
 }
 
 // NewCmdResume builds `kubectl park resume NAME`.
 func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ResumeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 15 * time.Minute}
+	o := &ResumeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 15 * time.Minute, f: f}
 	cmd := &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Bring a parked cluster's workers back to what was recorded",
@@ -184,19 +184,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl park resume app -n dynamo-prod --replicas 2`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			var err error
-			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
@@ -208,14 +196,14 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Complete fills the options from the command line and the kubeconfig; it
 // sends no request.
-func (o *ResumeOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+func (o *ResumeOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	o.replicasSet = cmd.Flags().Changed("replicas")
 	var err error
 	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 		return err
 	}
-	if o.Namespace, _, err = f.Namespace(); err != nil {
+	if o.Namespace, _, err = o.f.Namespace(); err != nil {
 		return err
 	}
 	o.progress = cli.NewProgress(o.Streams.ErrOut)
@@ -233,15 +221,17 @@ func (o *ResumeOptions) Validate() error {
 	if o.replicasSet && o.Replicas < 1 {
 		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
 	}
-	if o.Timeout < 0 {
-		return cli.UsageErrorf("--timeout must not be negative, got %s", o.Timeout)
-	}
-	return nil
+	return cli.ValidateTimeout(o.Timeout)
 }
 
-// Run resumes the cluster and, with --wait, follows the workers back.
+// Run finds the platform's Cluster API, resumes the cluster and, with
+// --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
-	if err := o.platform.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.resume(ctx, p) })
+}
+
+func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
 		return err
 	}
 	var replicas *int32
@@ -250,11 +240,11 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		// The wait ends on the cluster's nodes, read with its kubeconfig secret.
-		if err := o.platform.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+		if err := p.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
 			return err
 		}
 	}
-	plan, err := applyPlan(ctx, o.platform, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
+	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
 		return PlanResume(c, replicas)
 	})
 	if err != nil {
@@ -273,7 +263,7 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitWorkersBack(ctx); waitErr != nil {
+		if waitErr = o.waitWorkersBack(ctx, p); waitErr != nil {
 			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
 		}
 	}
@@ -286,9 +276,8 @@ func (o *ResumeOptions) Run(ctx context.Context) error {
 // waitWorkersBack follows the pools' Machines until as many worker machines
 // as desired run with their node joined, then the workload cluster's Nodes
 // until those nodes are Ready. Both waits share the one --timeout.
-func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
-	p := o.platform
-	desired, err := o.desiredWorkers(ctx)
+func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error {
+	desired, err := o.desiredWorkers(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -309,15 +298,15 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.waitNodesReady(ctx, nodes, deadline.Left())
+	return o.waitNodesReady(ctx, p, nodes, deadline.Left())
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached through the
 // platform's kubeconfig secret) until every named node is Ready. A workload
 // cluster that cannot be reached from here ends the wait unfinished (exit 4):
 // the machines are back, but whether their nodes are Ready is not known.
-func (o *ResumeOptions) waitNodesReady(ctx context.Context, names []string, timeout time.Duration) error {
-	kube, _, err := o.platform.ClusterClient(ctx, o.Name, "")
+func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names []string, timeout time.Duration) error {
+	kube, _, err := p.ClusterClient(ctx, o.Name, "")
 	if err == nil {
 		// One read first: a watch would retry an unreachable server until
 		// the timeout, and say less.
@@ -357,8 +346,8 @@ func joinedNodes(ms []capi.Machine) []string {
 
 // desiredWorkers is how many worker machines the topology asks for once
 // resumed; a pool left to the autoscaler counts its minimum.
-func (o *ResumeOptions) desiredWorkers(ctx context.Context) (int, error) {
-	c, err := o.platform.Cluster(ctx, o.Name)
+func (o *ResumeOptions) desiredWorkers(ctx context.Context, p *Platform) (int, error) {
+	c, err := p.Cluster(ctx, o.Name)
 	if err != nil {
 		return 0, err
 	}

@@ -219,12 +219,12 @@ type StatusOptions struct {
 	ClusterKubeconfig string
 	Window            time.Duration
 
-	platform *Platform
+	f *cli.Factory
 }
 
 // NewCmdStatus builds `kubectl park status NAME`.
 func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Streams: streams, Output: cli.NewOutput(), Window: time.Hour}
+	o := &StatusOptions{Streams: streams, Output: cli.NewOutput(), Window: time.Hour, f: f}
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a cluster's health as the platform sees it and as it sees itself",
@@ -249,25 +249,20 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl park status app -n dynamo-prod --cluster-kubeconfig app.kubeconfig --window 6h`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			var err error
-			if o.Namespace, _, err = f.Namespace(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if o.platform, err = NewPlatform(f, o.Namespace); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "Kubeconfig file of the cluster itself (default: the NAME-kubeconfig secret, read in memory).")
 	cmd.Flags().DurationVar(&o.Window, "window", o.Window, "How far back to count machine replacements.")
 	return cmd
+}
+
+// Complete reads the cluster's name and namespace; it sends no request.
+func (o *StatusOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Name = args[0]
+	var err error
+	o.Namespace, _, err = o.f.Namespace()
+	return err
 }
 
 // Validate rejects bad flags before any request.
@@ -284,9 +279,12 @@ func (o *StatusOptions) Validate() error {
 	return nil
 }
 
-// Run reads both views and prints them.
+// Run finds the platform's Cluster API, reads both views and prints them.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	p := o.platform
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.status(ctx, p) })
+}
+
+func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 	c, err := p.Cluster(ctx, o.Name)
 	if err != nil {
 		return err
@@ -314,7 +312,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	objs.Events = events.Items
 	report := StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", o.Namespace, o.Name), Platform: BuildPlatformView(objs, time.Now(), o.Window)}
 	var refused error
-	report.Cluster, refused = o.clusterView(ctx)
+	report.Cluster, refused = o.clusterView(ctx, p)
 	if o.Output.IsTable() {
 		report.write(o.Streams.Out)
 		return refused
@@ -327,8 +325,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // clusterView reads the cluster's own view. A kubeconfig secret the loader
 // refuses is shown in the view and returned, so status exits 3.
-func (o *StatusOptions) clusterView(ctx context.Context) (ClusterView, error) {
-	kube, source, err := o.platform.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
+func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterView, error) {
+	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if cli.IsRefused(err) {
 		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, err
 	}

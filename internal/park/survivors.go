@@ -61,8 +61,7 @@ func summarizeClaims(pvcs []corev1.PersistentVolumeClaim) ([]ClaimSummary, strin
 	return out, total.String()
 }
 
-func (o *ParkOptions) survivors(ctx context.Context, before []capi.Machine) *Survivors {
-	p := o.platform
+func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.Machine) *Survivors {
 	s := &Survivors{ControlPlanePods: []string{}, PersistentVolumeClaims: []ClaimSummary{}, Storage: "0", RemovedMachines: []string{}}
 	for _, m := range before {
 		if isWorker(m.OwnerReferences) {

@@ -49,6 +49,14 @@ func without(list []string, drop ...string) []string {
 
 func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) {
 	mc, err := f.managedCluster(ctx, s.Name)
+	if apierrors.IsNotFound(err) && f.hub.StopAgent(s.Name) {
+		// Upstream joins within one reconcile (clusteradm join --wait, then
+		// accept), so the Spoke it deletes has its ManagedCluster or no agent
+		// at all. Here the agent registers in the background: one started but
+		// not registered yet would create the ManagedCluster after this check,
+		// and nothing would ever delete it. Stop it, then look again.
+		mc, err = f.managedCluster(ctx, s.Name)
+	}
 	if apierrors.IsNotFound(err) {
 		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight, finalizerHubCleanup))
 		return

@@ -1,0 +1,173 @@
+// Package family holds the test of what the three plugins promise alike, so
+// that a user who learned one can predict the other two.
+package family
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/fleetdrain"
+	"github.com/spokekit/spokekit/internal/park"
+	"github.com/spokekit/spokekit/internal/spoke"
+)
+
+type plugin struct {
+	name    string
+	newRoot func(genericiooptions.IOStreams) *cobra.Command
+}
+
+// The plugins as their mains build them (plugins/*/main.go).
+var plugins = []plugin{
+	{"spoke", spoke.NewCmdSpoke},
+	{"fleetdrain", fleetdrain.NewCmdFleetdrain},
+	{"park", park.NewCmdPark},
+}
+
+// leafArgs is, for every leaf command, a command line that passes its
+// checks (names valid, required flags given): the rules below change one
+// flag of it at a time. A new leaf command must be added here, so that the
+// rules apply to it too.
+func leafArgs(t *testing.T) map[string][]string {
+	kubeconfig := filepath.Join(t.TempDir(), "spoke.kubeconfig")
+	assert.NilError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600))
+	return map[string][]string{
+		"kubectl spoke add":                   {"add", "spoke-1", "--spoke-kubeconfig", kubeconfig, "--apply", "--wait"},
+		"kubectl spoke list":                  {"list"},
+		"kubectl spoke get":                   {"get", "spoke-1"},
+		"kubectl spoke status":                {"status", "spoke-1"},
+		"kubectl spoke remove":                {"remove", "spoke-1", "--wait"},
+		"kubectl spoke force-remove":          {"force-remove", "spoke-1", "--yes"},
+		"kubectl spoke rotate-kubeconfig":     {"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", kubeconfig},
+		"kubectl spoke set":                   {"set", "spoke-1", "logVerbosity=4"},
+		"kubectl fleetdrain node":             {"node", "worker-1"},
+		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
+		"kubectl fleetdrain uncordon node":    {"uncordon", "node", "worker-1"},
+		"kubectl fleetdrain uncordon cluster": {"uncordon", "cluster", "spoke-1"},
+		"kubectl park cluster":                {"cluster", "app", "--wait"},
+		"kubectl park resume":                 {"resume", "app", "--wait"},
+		"kubectl park list":                   {"list"},
+		"kubectl park status":                 {"status", "app"},
+	}
+}
+
+// leaves are the commands of a tree that do the work (version aside: every
+// plugin gets the same one from internal/cli).
+func leaves(root *cobra.Command) []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.HasSubCommands() && c.Name() != "version" {
+			out = append(out, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func TestEveryPluginEndsItsHelpWithTheExitCodes(t *testing.T) {
+	for _, p := range plugins {
+		code, stdout, stderr := clitest.RunCommand(p.newRoot, "--help")
+		assert.Check(t, is.Equal(code, cli.ExitOK), stderr)
+		assert.Check(t, is.Contains(stdout, cli.ExitCodesHelp), "kubectl %s --help", p.name)
+	}
+}
+
+// Every leaf command of the three plugins keeps the family's promises. The
+// command lines run against a stand-in API server that records requests:
+// input is checked before any request is sent.
+func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
+	args := leafArgs(t)
+	seen := map[string]bool{}
+	for _, p := range plugins {
+		streams, _, _, _ := genericiooptions.NewTestIOStreams()
+		for _, c := range leaves(p.newRoot(streams)) {
+			path := c.CommandPath()
+			seen[path] = true
+			line, ok := args[path]
+			if !assert.Check(t, ok, "%s is not in leafArgs: add a valid command line for it", path) {
+				continue
+			}
+			t.Run(strings.TrimPrefix(path, "kubectl "), func(t *testing.T) {
+				checkHelp(t, c)
+				checkOutput(t, p, c, line)
+				checkTimeout(t, p, c, line)
+				checkDryRun(t, p, c, line)
+			})
+		}
+	}
+	for path := range args {
+		assert.Check(t, seen[path], "leafArgs names %s, which no plugin has", path)
+	}
+}
+
+// checkHelp: a summary, a description and examples that run the command.
+func checkHelp(t *testing.T, c *cobra.Command) {
+	assert.Check(t, c.Short != "", "no Short")
+	assert.Check(t, c.Long != "", "no Long")
+	assert.Check(t, is.Contains(c.Example, c.CommandPath()+" "), "the examples do not run the command")
+}
+
+// checkOutput: -o takes every report format, and an unknown one is a usage
+// error before any request.
+func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	f := c.Flags().Lookup("output")
+	if !assert.Check(t, f != nil && f.Shorthand == "o", "no -o/--output") {
+		return
+	}
+	for _, format := range clitest.ReportFormats {
+		assert.Check(t, is.Contains(f.Usage, strings.TrimSuffix(format, "=")), "-o")
+	}
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "output format", with(line, "-o", "bogus"))
+}
+
+// checkTimeout: --timeout is a duration where 0 means no limit, as its
+// help says; a negative one is a usage error before any request, and 0
+// goes on to the work.
+func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	f := c.Flags().Lookup("timeout")
+	if f == nil {
+		return
+	}
+	assert.Check(t, is.Equal(f.Value.Type(), "duration"))
+	assert.Check(t, is.Contains(f.Usage, "(0: no limit)"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "must not be negative", with(line, "--timeout", "-1s"))
+	srv := clitest.NewAPIServer(t)
+	code, _, stderr := clitest.RunCommand(p.newRoot, append(with(line, "--timeout", "0"), "--kubeconfig", srv.Kubeconfig)...)
+	assert.Check(t, code != cli.ExitUsage, "--timeout 0 refused: %s", stderr)
+	assert.Check(t, len(srv.Requests()) > 0, "--timeout 0 did not go on to the work: %s", stderr)
+}
+
+// checkDryRun: --dry-run is kubectl's, none|client|server, completed as
+// such; another value is a usage error before any request.
+func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	f := c.Flags().Lookup("dry-run")
+	if f == nil {
+		return
+	}
+	assert.Check(t, is.Equal(f.DefValue, "none"))
+	complete, ok := c.GetFlagCompletionFunc("dry-run")
+	if assert.Check(t, ok, "--dry-run has no completion") {
+		values, _ := complete(c, nil, "")
+		slices.Sort(values)
+		assert.Check(t, is.DeepEqual(values, []string{"client", "none", "server"}))
+	}
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, `Must be "none", "server", or "client"`, with(line, "--dry-run=bogus"))
+}
+
+// with is line and more flags, line left as it is.
+func with(line []string, flags ...string) []string {
+	return append(slices.Clip(line), flags...)
+}
