@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +42,7 @@ func cordonOps(n *corev1.Node) []api.PatchOp {
 	if n.Annotations == nil {
 		return append(ops, api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{CordonedByAnnotation: FieldManager}})
 	}
-	return append(ops, api.PatchOp{Op: "add", Path: annotationPath(CordonedByAnnotation), Value: FieldManager})
+	return append(ops, api.PatchOp{Op: "add", Path: api.AnnotationPath(CordonedByAnnotation), Value: FieldManager})
 }
 
 // giveBackOps are the operations that uncordon n and remove fleetdrain's
@@ -52,18 +51,11 @@ func giveBackOps(n *corev1.Node) []api.PatchOp {
 	if !CordonedByUs(n) {
 		return nil
 	}
-	ops := []api.PatchOp{{Op: "remove", Path: annotationPath(CordonedByAnnotation)}}
+	ops := []api.PatchOp{{Op: "remove", Path: api.AnnotationPath(CordonedByAnnotation)}}
 	if n.Spec.Unschedulable {
 		ops = append(ops, api.PatchOp{Op: "replace", Path: "/spec/unschedulable", Value: false})
 	}
 	return ops
-}
-
-// jsonPointerEscaper escapes one JSON pointer token (RFC 6901).
-var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func annotationPath(key string) string {
-	return "/metadata/annotations/" + jsonPointerEscaper.Replace(key)
 }
 
 // Cordon makes the node unschedulable and marks the cordon as fleetdrain's,

@@ -66,7 +66,7 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 		// The autoscaler annotations go before replicas are set: Cluster API
 		// refuses a pool with both.
 		for _, k := range sortedKeys(from.Autoscaler) {
-			a := path + "/metadata/annotations/" + pointer(k)
+			a := path + "/metadata/annotations/" + api.PointerToken(k)
 			patch.test(a, from.Autoscaler[k])
 			patch.remove(a)
 		}
@@ -89,14 +89,14 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 	}
 	switch {
 	case existing != nil && value != raw:
-		patch.replace(annotationPath(RecordAnnotation), raw, value)
+		patch.replace(api.AnnotationPath(RecordAnnotation), raw, value)
 	case existing != nil:
 	case c.Annotations == nil:
-		patch.test("/metadata/annotations", absent)
+		patch.test("/metadata/annotations", api.Absent)
 		patch.add("/metadata/annotations", map[string]string{RecordAnnotation: value})
 	default:
-		patch.test(annotationPath(RecordAnnotation), absent)
-		patch.add(annotationPath(RecordAnnotation), value)
+		patch.test(api.AnnotationPath(RecordAnnotation), api.Absent)
+		patch.add(api.AnnotationPath(RecordAnnotation), value)
 	}
 	plan.Record = &record
 	plan.Patch = patch.guarded(c.Generation)

@@ -3,7 +3,6 @@ package park
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spokekit/spokekit/internal/api"
 )
@@ -17,9 +16,6 @@ import (
 // busy Cluster's status many times a minute, and a patch guarded by it would
 // lose that race again and again.
 type Patch []api.PatchOp
-
-// absent is the value a test operation compares a missing member with.
-var absent = json.RawMessage("null")
 
 // guarded returns the patch behind a test of the generation the plan was
 // made from; an empty patch stays empty.
@@ -53,13 +49,6 @@ func (p *Patch) replace(path string, old, value any) {
 	*p = append(*p, api.PatchOp{Op: "replace", Path: path, Value: value})
 }
 
-// pointer escapes one JSON pointer token (RFC 6901).
-func pointer(token string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
-}
-
 func poolPath(kind PoolKind, index int) string {
 	return fmt.Sprintf("/spec/topology/workers/%s/%d", kind, index)
 }
-
-func annotationPath(key string) string { return "/metadata/annotations/" + pointer(key) }

@@ -58,7 +58,3 @@ func TestParkPatchFailsOnConcurrentChange(t *testing.T) {
 	_, err = p.Apply(doc)
 	assert.Check(t, is.ErrorContains(err, "test"))
 }
-
-func TestPointerEscapes(t *testing.T) {
-	assert.Equal(t, pointer("a/b~c"), "a~1b~0c")
-}

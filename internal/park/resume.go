@@ -88,8 +88,8 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 	}
 	if hasRecord {
 		raw = c.Annotations[RecordAnnotation]
-		patch.test(annotationPath(RecordAnnotation), raw)
-		patch.remove(annotationPath(RecordAnnotation))
+		patch.test(api.AnnotationPath(RecordAnnotation), raw)
+		patch.remove(api.AnnotationPath(RecordAnnotation))
 	}
 	plan.Patch = patch.guarded(c.Generation)
 	return plan, nil
@@ -103,8 +103,8 @@ func restorePool(patch *Patch, p pool, to PoolState) {
 	current := p.Metadata.Annotations
 	for _, k := range sortedKeys(autoscalerAnnotations(current)) {
 		if _, keep := to.Autoscaler[k]; !keep {
-			patch.test(path+"/metadata/annotations/"+pointer(k), current[k])
-			patch.remove(path + "/metadata/annotations/" + pointer(k))
+			patch.test(path+"/metadata/annotations/"+api.PointerToken(k), current[k])
+			patch.remove(path + "/metadata/annotations/" + api.PointerToken(k))
 		}
 	}
 	switch {
@@ -130,7 +130,7 @@ func restorePool(patch *Patch, p pool, to PoolState) {
 		return
 	}
 	for _, k := range sortedKeys(to.Autoscaler) {
-		a := path + "/metadata/annotations/" + pointer(k)
+		a := path + "/metadata/annotations/" + api.PointerToken(k)
 		if old, ok := current[k]; ok {
 			if old != to.Autoscaler[k] {
 				patch.replace(a, old, to.Autoscaler[k])

@@ -138,10 +138,10 @@ func (o *AddOptions) Validate() error {
 	if o.Wait && !o.Apply {
 		return cli.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
 	}
-	if o.Timeout < 0 || o.MinLifetime < 0 {
-		return cli.UsageErrorf("--timeout and --min-credential-lifetime must not be negative")
+	if o.MinLifetime < 0 {
+		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
 	}
-	return nil
+	return cli.ValidateTimeout(o.Timeout)
 }
 
 // secretAction is what add does to the spoke's kubeconfig secret.

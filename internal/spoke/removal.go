@@ -44,10 +44,7 @@ func (o *removalOptions) Validate() error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if o.Timeout < 0 {
-		return cli.UsageErrorf("--timeout must not be negative")
-	}
-	return nil
+	return cli.ValidateTimeout(o.Timeout)
 }
 
 // spoke reads the Spoke to remove (nil when there is none) and refuses one
@@ -191,11 +188,11 @@ func forceDeletePatch(s *fleetconfig.Spoke) []api.PatchOp {
 	ops := []api.PatchOp{{Op: "test", Path: "/metadata/uid", Value: s.UID}}
 	if len(s.Annotations) == 0 {
 		return append(ops,
-			api.PatchOp{Op: "test", Path: "/metadata/annotations", Value: absent},
+			api.PatchOp{Op: "test", Path: "/metadata/annotations", Value: api.Absent},
 			api.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{fleetconfig.ForceDeleteAnnotation: "true"}})
 	}
-	path := "/metadata/annotations/" + pointerToken(fleetconfig.ForceDeleteAnnotation)
-	return append(ops, api.PatchOp{Op: "test", Path: path, Value: absent}, api.PatchOp{Op: "add", Path: path, Value: "true"})
+	path := api.AnnotationPath(fleetconfig.ForceDeleteAnnotation)
+	return append(ops, api.PatchOp{Op: "test", Path: path, Value: api.Absent}, api.PatchOp{Op: "add", Path: path, Value: "true"})
 }
 
 // access is what applying the plan needs on the hub.

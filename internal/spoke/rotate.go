@@ -206,7 +206,7 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 // the time, and a patch guarded by it loses that race.
 func repointPatch(s *fleetconfig.Spoke, secret string) []api.PatchOp {
 	ref := s.Spec.Kubeconfig.SecretReference
-	var key any = absent
+	var key any = api.Absent
 	if ref.KubeconfigKey != "" {
 		key = ref.KubeconfigKey
 	}
