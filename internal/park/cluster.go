@@ -105,23 +105,15 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 
 // ParkOptions are the options of `kubectl park cluster`.
 type ParkOptions struct {
-	Streams      genericiooptions.IOStreams
-	Output       *cli.Output
-	Name         string
-	Namespace    string
+	changeOptions
 	ControlPlane bool
-	Wait         bool
-	Timeout      time.Duration
-	DryRun       cli.DryRun
 
-	f        *cli.Factory
-	progress *cli.Progress
-	now      func() time.Time
+	now func() time.Time
 }
 
 // NewCmdParkCluster builds `kubectl park cluster NAME`.
 func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ParkOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 10 * time.Minute, f: f, now: time.Now}
+	o := &ParkOptions{changeOptions: newChangeOptions(f, streams, 10*time.Minute), now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Scale every worker pool of a cluster to zero and record what it was",
@@ -161,30 +153,9 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	return cmd
 }
 
-// Complete fills the options from the command line and the kubeconfig; it
-// sends no request.
-func (o *ParkOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = o.f.Namespace(); err != nil {
-		return err
-	}
-	o.progress = cli.NewProgress(o.Streams.ErrOut)
-	return nil
-}
-
 // Validate rejects what cannot be done before anything is read or changed.
 func (o *ParkOptions) Validate() error {
-	if err := validateTarget(o.Name, o.Namespace); err != nil {
-		return err
-	}
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
-	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+	if err := o.changeOptions.Validate(); err != nil {
 		return err
 	}
 	if o.ControlPlane {

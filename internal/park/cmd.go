@@ -3,6 +3,8 @@
 package park
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -44,4 +46,49 @@ func validateTarget(name, namespace string) error {
 		return err
 	}
 	return cli.ValidateNames(cli.NamespaceName, namespace)
+}
+
+// changeOptions are what the commands that change a cluster (park cluster,
+// park resume) share: the cluster, the dry run, -o, and how long --wait waits.
+type changeOptions struct {
+	Streams   genericiooptions.IOStreams
+	Output    *cli.Output
+	Name      string
+	Namespace string
+	Wait      bool
+	Timeout   time.Duration
+	DryRun    cli.DryRun
+
+	f        *cli.Factory
+	progress *cli.Progress
+}
+
+func newChangeOptions(f *cli.Factory, streams genericiooptions.IOStreams, timeout time.Duration) changeOptions {
+	return changeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: timeout, f: f}
+}
+
+// Complete fills the options from the command line and the kubeconfig; it
+// sends no request.
+func (o *changeOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = o.f.Namespace(); err != nil {
+		return err
+	}
+	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	return nil
+}
+
+// Validate rejects a bad name, -o or --timeout before any request.
+func (o *changeOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	return cli.ValidateTimeout(o.Timeout)
 }

@@ -143,23 +143,15 @@ func restorePool(patch *Patch, p pool, to PoolState) {
 
 // ResumeOptions are the options of `kubectl park resume`.
 type ResumeOptions struct {
-	Streams   genericiooptions.IOStreams
-	Output    *cli.Output
-	Name      string
-	Namespace string
-	Replicas  int32
-	Wait      bool
-	Timeout   time.Duration
-	DryRun    cli.DryRun
+	changeOptions
+	Replicas int32
 
 	replicasSet bool
-	f           *cli.Factory
-	progress    *cli.Progress
 }
 
 // NewCmdResume builds `kubectl park resume NAME`.
 func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ResumeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: 15 * time.Minute, f: f}
+	o := &ResumeOptions{changeOptions: newChangeOptions(f, streams, 15*time.Minute)}
 	cmd := &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Bring a parked cluster's workers back to what was recorded",
@@ -197,31 +189,19 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 // Complete fills the options from the command line and the kubeconfig; it
 // sends no request.
 func (o *ResumeOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
 	o.replicasSet = cmd.Flags().Changed("replicas")
-	var err error
-	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = o.f.Namespace(); err != nil {
-		return err
-	}
-	o.progress = cli.NewProgress(o.Streams.ErrOut)
-	return nil
+	return o.changeOptions.Complete(cmd, args)
 }
 
 // Validate rejects bad flags before any request.
 func (o *ResumeOptions) Validate() error {
-	if err := validateTarget(o.Name, o.Namespace); err != nil {
-		return err
-	}
-	if err := o.Output.Validate(); err != nil {
+	if err := o.changeOptions.Validate(); err != nil {
 		return err
 	}
 	if o.replicasSet && o.Replicas < 1 {
 		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
 	}
-	return cli.ValidateTimeout(o.Timeout)
+	return nil
 }
 
 // Run finds the platform's Cluster API, resumes the cluster and, with
