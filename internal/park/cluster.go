@@ -201,17 +201,8 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	if err != nil {
 		return err
 	}
-	if o.DryRun != cli.DryRunNone {
-		plan.DryRun = cli.DryRunName(o.DryRun)
-	}
-	switch {
-	case len(plan.Changes) == 0:
-		o.progress.Done("cluster %s/%s is already parked: nothing changed", o.Namespace, o.Name)
-	case o.DryRun != cli.DryRunNone:
-		o.progress.Done("dry run: cluster %s/%s was not changed", o.Namespace, o.Name)
-	default:
-		o.progress.Done("cluster %s/%s parked: %d pool(s) set to 0 replicas", o.Namespace, o.Name, len(plan.Changes))
-	}
+	plan.DryRun = cli.DryRunName(o.DryRun)
+	o.done(len(plan.Changes) > 0, "is already parked", fmt.Sprintf("parked: %d pool(s) set to 0 replicas", len(plan.Changes)))
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitParked(ctx, p); waitErr == nil {

@@ -92,3 +92,16 @@ func (o *changeOptions) Validate() error {
 	}
 	return cli.ValidateTimeout(o.Timeout)
 }
+
+// done says on stderr what the command did to the cluster: nothing (it was
+// so already), nothing under a dry run, or what changed.
+func (o *changeOptions) done(changed bool, already, did string) {
+	switch {
+	case !changed:
+		o.progress.Done("cluster %s/%s %s: nothing changed", o.Namespace, o.Name, already)
+	case o.DryRun != cli.DryRunNone:
+		o.progress.Done("dry run: cluster %s/%s was not changed", o.Namespace, o.Name)
+	default:
+		o.progress.Done("cluster %s/%s %s", o.Namespace, o.Name, did)
+	}
+}

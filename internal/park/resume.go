@@ -230,17 +230,8 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 	if err != nil {
 		return err
 	}
-	if o.DryRun != cli.DryRunNone {
-		plan.DryRun = cli.DryRunName(o.DryRun)
-	}
-	switch {
-	case len(plan.Patch) == 0:
-		o.progress.Done("cluster %s/%s is not parked: nothing changed", o.Namespace, o.Name)
-	case o.DryRun != cli.DryRunNone:
-		o.progress.Done("dry run: cluster %s/%s was not changed", o.Namespace, o.Name)
-	default:
-		o.progress.Done("cluster %s/%s resumed: %d pool(s) restored", o.Namespace, o.Name, len(plan.Changes))
-	}
+	plan.DryRun = cli.DryRunName(o.DryRun)
+	o.done(len(plan.Patch) > 0, "is not parked", fmt.Sprintf("resumed: %d pool(s) restored", len(plan.Changes)))
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitWorkersBack(ctx, p); waitErr != nil {
