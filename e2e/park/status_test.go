@@ -82,15 +82,27 @@ healthCheck:
 		if err != nil {
 			return false, err
 		}
+		healthy := false
 		for _, h := range mhcs.Items {
 			if strings.HasPrefix(h.GetName(), "flaky-md-0-") {
-				healthy, _, _ := unstructured.NestedInt64(h.Object, "status", "currentHealthy")
-				return healthy == 1, nil
+				n, _, _ := unstructured.NestedInt64(h.Object, "status", "currentHealthy")
+				healthy = n == 1
 			}
 		}
-		return false, nil
+		if !healthy {
+			return false, nil
+		}
+		// The pool's own count of ready machines, which park status shows,
+		// is another controller's and may come later.
+		mds, err := platform.Dynamic.Resource(machineDeployments).Namespace(namespace).List(ctx(t), metav1.ListOptions{
+			LabelSelector: "cluster.x-k8s.io/cluster-name=flaky"})
+		if err != nil || len(mds.Items) != 1 {
+			return false, err
+		}
+		ready, _, _ := unstructured.NestedInt64(mds.Items[0].Object, "status", "readyReplicas")
+		return ready == 1, nil
 	})
-	assert.NilError(t, err, "the health check counts the new machine healthy")
+	assert.NilError(t, err, "the health check counts the new machine healthy, and its pool counts it ready")
 
 	r = kubectl(t, "park", "status", "flaky", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)
