@@ -12,16 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/spokekit/spokekit/e2e/harness"
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
 const listNamespace = "fleet-bench"
@@ -65,34 +60,11 @@ func BenchmarkSpokeList(b *testing.B) {
 // createSpokes creates Spokes and ManagedClusters from index `from` up to
 // `to`. The ManagedClusters are not accepted by the hub.
 func createSpokes(b *testing.B, hub *harness.Cluster, from, to int) {
-	g, gctx := errgroup.WithContext(ctx(b, 20*time.Minute))
-	g.SetLimit(16)
+	names := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
-		name := fmt.Sprintf("spoke-%05d", i)
-		g.Go(func() error {
-			s := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke",
-				"metadata": map[string]any{"name": name, "namespace": listNamespace},
-				"spec": map[string]any{
-					"hubRef":     map[string]any{"name": "hub", "namespace": listNamespace},
-					"kubeconfig": map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
-				},
-			}}
-			if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(listNamespace).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			mc := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
-				"metadata": map[string]any{"name": name},
-				"spec":     map[string]any{"hubAcceptsClient": false},
-			}}
-			if _, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Create(gctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			return nil
-		})
+		names = append(names, fmt.Sprintf("spoke-%05d", i))
 	}
-	assert.NilError(b, g.Wait())
+	assert.NilError(b, harness.CreateUnacceptedSpokes(ctx(b, 20*time.Minute), hub, listNamespace, listNamespace, names))
 }
 
 // countLists runs fn and returns the LIST requests for Spokes and

@@ -10,15 +10,13 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
@@ -43,36 +41,11 @@ func createMany(t testing.TB) error {
 	if _, err := hub.Kube.CoreV1().Namespaces().Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manyNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	g, gctx := errgroup.WithContext(c)
-	g.SetLimit(16)
-	for i := range manySpokes {
-		name := fmt.Sprintf("many-%04d", i)
-		g.Go(func() error {
-			s := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke",
-				"metadata": map[string]any{"name": name, "namespace": manyNamespace},
-				"spec": map[string]any{
-					"hubRef":     map[string]any{"name": "hub", "namespace": releaseNamespace},
-					"kubeconfig": map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
-				},
-			}}
-			if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(manyNamespace).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			// Not accepted: the hub's registration controller then leaves
-			// them alone (no namespace, no RBAC for 2,000 clusters).
-			mc := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
-				"metadata": map[string]any{"name": name},
-				"spec":     map[string]any{"hubAcceptsClient": false},
-			}}
-			if _, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Create(gctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-			return nil
-		})
+	names := make([]string, manySpokes)
+	for i := range names {
+		names[i] = fmt.Sprintf("many-%04d", i)
 	}
-	return g.Wait()
+	return harness.CreateUnacceptedSpokes(c, hub.Cluster, manyNamespace, releaseNamespace, names)
 }
 
 // listRequests reads the hub's count of LIST requests per resource from
