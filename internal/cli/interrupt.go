@@ -90,6 +90,14 @@ func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if run == nil || req.Context().Value(outlivesRun{}) != nil {
 		return t.next.RoundTrip(req)
 	}
+	// AfterFunc runs in a goroutine of its own: a run that has already
+	// ended must stop the request here, before it can reach the server.
+	if run.Err() != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper closes the body, also on error
+		}
+		return nil, context.Cause(run)
+	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	stop := context.AfterFunc(run, func() { cancel(context.Cause(run)) })
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))

@@ -166,3 +166,25 @@ func TestGiveBackOutlivesTheRun(t *testing.T) {
 	assert.NilError(t, client.Get().AbsPath("/api").Do(ctx).Error())
 	assert.ErrorContains(t, client.Get().AbsPath("/api").Do(context.Background()).Error(), "interrupted by SIGINT")
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A request sent after Ctrl-C never leaves the process: the run's end is
+// checked before sending, not only watched while the request is in flight.
+func TestNoRequestLeavesAfterTheRunEnded(t *testing.T) {
+	sent := 0
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
+	run, cancel := context.WithCancelCause(context.Background())
+	cancel(interruption(syscall.SIGTERM))
+	transport := &runBoundTransport{next: next, run: func() context.Context { return run }}
+	req, err := http.NewRequest(http.MethodDelete, "https://hub.example/api/v1/namespaces/x", nil)
+	assert.NilError(t, err)
+	_, err = transport.RoundTrip(req)
+	assert.ErrorContains(t, err, "interrupted by SIGTERM")
+	assert.Equal(t, sent, 0, "the request was sent after the run ended")
+}
