@@ -156,11 +156,17 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	ctx, stop := withInterrupt(context.Background())
 	defer stop()
 	root.SetArgs(args)
+	ran := noteRun(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	code := ExitCode(err)
+	if code == ExitFailed && !*ran {
+		// cobra's own checks of the command line (arguments, required
+		// flags, flag groups) fail before the command runs.
+		code = ExitUsage
+	}
 	msg := err.Error()
 	// A bare API or connection error reads as kubectl prints it; wrapped ones
 	// already carry their context.
@@ -182,6 +188,25 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code
+}
+
+// noteRun makes every command of the tree record that it started to run.
+func noteRun(root *cobra.Command) *bool {
+	ran := new(bool)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(c *cobra.Command, args []string) error {
+				*ran = true
+				return run(c, args)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return ran
 }
 
 func unwrapExit(err error) error {

@@ -45,6 +45,31 @@ func TestUsageErrorsExit2Once(t *testing.T) {
 	}
 }
 
+// Whatever cobra rejects before the command runs (arguments, required
+// flags, flag groups) is a usage error; an error of the command itself is not.
+func TestCommandLineChecksBeforeRunExit2(t *testing.T) {
+	root := func(streams genericiooptions.IOStreams) *cobra.Command {
+		r := testRoot(t, streams)
+		need := &cobra.Command{Use: "need NAME", Args: cobra.ExactArgs(1), RunE: func(*cobra.Command, []string) error { return errors.New("it failed") }}
+		need.Flags().String("file", "", "")
+		need.Flags().Bool("a", false, "")
+		need.Flags().Bool("b", false, "")
+		_ = need.MarkFlagRequired("file")
+		need.MarkFlagsMutuallyExclusive("a", "b")
+		r.AddCommand(need)
+		return r
+	}
+	for _, args := range [][]string{{"need"}, {"need", "x"}, {"need", "x", "--file", "f", "--a", "--b"}} {
+		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+		assert.Equal(t, Execute(root(streams), args, streams), ExitUsage, "%v", args)
+		assert.Equal(t, out.String(), "", "%v", args)
+		assert.Check(t, strings.HasSuffix(errOut.String(), "See 'kubectl sample need --help' for usage.\n"), "%v: %s", args, errOut)
+	}
+	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+	assert.Equal(t, Execute(root(streams), []string{"need", "x", "--file", "f"}, streams), ExitFailed)
+	assert.Equal(t, errOut.String(), "error: it failed\n")
+}
+
 func TestVersionJSON(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
 	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "-o", "json"}, streams), ExitOK)
