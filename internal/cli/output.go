@@ -81,11 +81,16 @@ func (o *Output) IsTable() bool { return o.Format() == "" || o.Format() == forma
 
 // Validate rejects an unknown -o before any request is made.
 func (o *Output) Validate() error {
+	format := o.Format()
+	name, _, _ := strings.Cut(format, "=")
+	if t := o.PrintFlags.TemplatePrinterFlags; t != nil && t.TemplateArgument != nil && *t.TemplateArgument != "" && !strings.HasPrefix(name, "jsonpath") {
+		// kubectl reads a lone --template as a Go template, which the
+		// plugins do not offer: ignoring it would print something else.
+		return UsageErrorf("--template goes with -o jsonpath or -o jsonpath-file (Go templates are not supported), got -o %q", format)
+	}
 	if o.IsTable() {
 		return nil
 	}
-	format := o.Format()
-	name, _, _ := strings.Cut(format, "=")
 	if len(o.only) > 0 {
 		if !slices.Contains(o.only, name) {
 			return UsageErrorf("unknown output format %q: use one of %s", format, strings.Join(o.only, ", "))

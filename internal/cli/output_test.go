@@ -75,6 +75,21 @@ func TestOutputRejectsUnknownFormat(t *testing.T) {
 		assert.ErrorContains(t, err, "use -o jsonpath=")
 	}
 
+	// --template only means something to the jsonpath formats; alone it
+	// would be kubectl's go-template, which the plugins do not offer.
+	for _, format := range []string{"", "wide", "json", "custom-columns=NAME:.metadata.name"} {
+		o = NewOutput()
+		*o.PrintFlags.OutputFormat = format
+		*o.PrintFlags.TemplatePrinterFlags.TemplateArgument = "{.kind}"
+		err = o.Validate()
+		assert.Equal(t, ExitCode(err), ExitUsage, format)
+		assert.ErrorContains(t, err, "--template goes with -o jsonpath")
+	}
+	o = NewOutput()
+	*o.PrintFlags.OutputFormat = "jsonpath"
+	*o.PrintFlags.TemplatePrinterFlags.TemplateArgument = "{.kind}"
+	assert.NilError(t, o.Validate())
+
 	o = NewOutput("json", "yaml")
 	*o.PrintFlags.OutputFormat = "name"
 	err = o.Validate()
