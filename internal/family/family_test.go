@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -39,7 +40,13 @@ var plugins = []plugin{
 // rules apply to it too.
 func leafArgs(t *testing.T) map[string][]string {
 	kubeconfig := filepath.Join(t.TempDir(), "spoke.kubeconfig")
-	assert.NilError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600))
+	assert.NilError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: spoke, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: admin, user: {token: not-a-real-token}}]
+contexts: [{name: spoke, context: {cluster: spoke, user: admin}}]
+current-context: spoke
+`), 0o600))
 	return map[string][]string{
 		"kubectl spoke add":                   {"add", "spoke-1", "--spoke-kubeconfig", kubeconfig, "--apply", "--wait"},
 		"kubectl spoke list":                  {"list"},
@@ -47,7 +54,7 @@ func leafArgs(t *testing.T) map[string][]string {
 		"kubectl spoke status":                {"status", "spoke-1"},
 		"kubectl spoke remove":                {"remove", "spoke-1", "--wait"},
 		"kubectl spoke force-remove":          {"force-remove", "spoke-1", "--yes"},
-		"kubectl spoke rotate-kubeconfig":     {"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", kubeconfig},
+		"kubectl spoke rotate-kubeconfig":     {"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", kubeconfig, "--secret", "spoke-1-kubeconfig-2"},
 		"kubectl spoke set":                   {"set", "spoke-1", "logVerbosity=4"},
 		"kubectl fleetdrain node":             {"node", "worker-1"},
 		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
@@ -105,6 +112,7 @@ func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
 				checkOutput(t, p, c, line)
 				checkTimeout(t, p, c, line)
 				checkDryRun(t, p, c, line)
+				checkFiles(t, p, c, line)
 			})
 		}
 	}
@@ -165,6 +173,34 @@ func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		assert.Check(t, is.DeepEqual(values, []string{"client", "none", "server"}))
 	}
 	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, `Must be "none", "server", or "client"`, with(line, "--dry-run=bogus"))
+}
+
+// checkFiles: a file flag naming a file that is not there is refused
+// (exit 3, naming the file) before any request: local input is read first.
+func checkFiles(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[cobra.BashCompFilenameExt]; !ok {
+			return
+		}
+		missing := filepath.Join(t.TempDir(), "missing-"+f.Name+".yaml")
+		if f.Name == "template" {
+			// The template of -o jsonpath-file: a bad -o is a usage error.
+			clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, missing, with(line, "-o", "jsonpath-file", "--template", missing))
+			return
+		}
+		clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitRefused, missing, withFlag(line, f.Name, missing))
+	})
+}
+
+// withFlag is line with --name set to value, in place of the one line
+// gives, if any.
+func withFlag(line []string, name, value string) []string {
+	out := slices.Clone(line)
+	if i := slices.Index(out, "--"+name); i >= 0 && i+1 < len(out) {
+		out[i+1] = value
+		return out
+	}
+	return append(out, "--"+name, value)
 }
 
 // with is line and more flags, line left as it is.

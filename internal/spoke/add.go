@@ -22,14 +22,13 @@ import (
 // AddOptions are the options of `kubectl spoke add`.
 type AddOptions struct {
 	writeTarget
-	KubeconfigFile string
-	CopyFrom       string
-	HubName        string
-	Apply          bool
-	Wait           bool
-	Overwrite      bool
-	Timeout        time.Duration
-	MinLifetime    time.Duration
+	Kubeconfig newKubeconfig
+	CopyFrom   string
+	HubName    string
+	Apply      bool
+	Wait       bool
+	Overwrite  bool
+	Timeout    time.Duration
 	// Cleanup is the new spoke's cleanupConfig, written in full.
 	Cleanup fleetconfig.CleanupConfig
 
@@ -65,7 +64,7 @@ func stepsTable(steps []Step) cli.Table {
 
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddOptions{Timeout: 5 * time.Minute, MinLifetime: kubeconfig.DefaultMinLifetime, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}
+	o := &AddOptions{Timeout: 5 * time.Minute, Kubeconfig: newKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
@@ -109,20 +108,17 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 		RunE:              cli.RunE(o, o.Complete),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "Kubeconfig file of the cluster to register (its current context is used).")
+	o.Kubeconfig.addFlags(cmd, "Kubeconfig file of the cluster to register (its current context is used).")
 	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry and the klusterlet's settings from; default the first.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
 	fl.BoolVar(&o.Apply, "apply", false, "Also create the Spoke on the hub now, as the chart would render it.")
 	fl.BoolVar(&o.Wait, "wait", false, "With --apply: wait until the spoke has joined and is available.")
 	fl.BoolVar(&o.Overwrite, "overwrite", false, "Replace an existing NAME-kubeconfig secret that reaches a different cluster.")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0: no limit).")
-	fl.DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
 	fl.BoolVar(&o.Cleanup.PurgeKlusterletOperator, "purge-klusterlet-operator", o.Cleanup.PurgeKlusterletOperator, "cleanupConfig: on removal, remove the Klusterlet operator and the OCM namespaces from the spoke.")
 	fl.BoolVar(&o.Cleanup.PurgeKubeconfigSecret, "purge-kubeconfig-secret", o.Cleanup.PurgeKubeconfigSecret, "cleanupConfig: delete NAME-kubeconfig once the agent manages the spoke (rotate-kubeconfig then has nothing to rotate).")
 	fl.BoolVar(&o.Cleanup.PurgeAgentNamespace, "purge-agent-namespace", o.Cleanup.PurgeAgentNamespace, "cleanupConfig: on removal, remove the agent namespace from the spoke.")
 	fl.BoolVar(&o.Cleanup.ForceClusterDrain, "force-cluster-drain", o.Cleanup.ForceClusterDrain, "cleanupConfig: on removal, move placement-managed workloads off the spoke first.")
-	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
-	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
 	o.addFlags(cmd, "Helm values file whose fleetConfig.spokes gets the new entry.", "Flux HelmRelease manifest whose spec.values.fleetConfig.spokes gets the new entry.")
 	return cmd
 }
@@ -138,10 +134,14 @@ func (o *AddOptions) Validate() error {
 	if o.Wait && !o.Apply {
 		return cli.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
 	}
-	if o.MinLifetime < 0 {
-		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
 	}
-	return cli.ValidateTimeout(o.Timeout)
+	// The local files last: a usage error is reported before a file's.
+	if err := o.Kubeconfig.read(time.Now()); err != nil {
+		return err
+	}
+	return o.readFile()
 }
 
 // secretAction is what add does to the spoke's kubeconfig secret.
@@ -344,28 +344,23 @@ func (o *AddOptions) next() string {
 // read runs every check that asks a cluster or the file system, and
 // gathers the facts planAdd decides on; it writes nothing.
 func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
-	f := &addFacts{Namespace: o.hub.Namespace}
-	kc, err := kubeconfig.Load(o.KubeconfigFile)
-	if err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
-	}
-	if f.Credential, err = kc.Credential(time.Now(), o.MinLifetime); err != nil {
-		return nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
-	}
+	f := &addFacts{Namespace: o.hub.Namespace, Credential: o.Kubeconfig.credential, File: o.values}
+	kc := o.Kubeconfig.kc
+	var err error
 	if f.Hub, err = o.findHub(ctx); err != nil {
 		return nil, err
 	}
 	id, err := kc.Reach(ctx)
 	if err != nil {
-		return nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
+		return nil, o.Kubeconfig.refused(err)
 	}
 	missing, err := kc.MissingPermissions(ctx, kubeconfig.JoinPermissions)
 	if err != nil {
-		return nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
+		return nil, o.Kubeconfig.refused(err)
 	}
 	if len(missing) > 0 {
 		return nil, cli.Refusedf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
-			o.KubeconfigFile, kc.User, kc.Server, strings.Join(missing, ", "))
+			o.Kubeconfig.File, kc.User, kc.Server, strings.Join(missing, ", "))
 	}
 	if f.Spoke, err = o.checkName(ctx, id); err != nil {
 		return nil, err
@@ -386,9 +381,6 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 		} else if same, by := reachOrOffline(ctx, old).SameAs(id); !same {
 			f.SecretHolds.OtherCluster = by
 		}
-	}
-	if f.File, err = o.readFile(); err != nil {
-		return nil, err
 	}
 	return f, nil
 }

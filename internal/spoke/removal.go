@@ -44,7 +44,10 @@ func (o *removalOptions) Validate() error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	return cli.ValidateTimeout(o.Timeout)
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	return o.readFile()
 }
 
 // spoke reads the Spoke to remove (nil when there is none) and refuses one
@@ -325,11 +328,7 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 			return err
 		}
 	}
-	file, err := o.readFile()
-	if err != nil {
-		return err
-	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: file, Force: how.Force, Wait: how.Wait})
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Force: how.Force, Wait: how.Wait})
 	if err != nil {
 		return err
 	}

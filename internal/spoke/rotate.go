@@ -26,9 +26,8 @@ type RotateOptions struct {
 	// writeTarget's file, given with Secret, gets the spoke's entry pointed
 	// at the new secret too.
 	writeTarget
-	KubeconfigFile string
-	Secret         string
-	MinLifetime    time.Duration
+	Kubeconfig newKubeconfig
+	Secret     string
 
 	genericiooptions.IOStreams
 }
@@ -64,7 +63,7 @@ func (r *RotateReport) table() cli.Table {
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{MinLifetime: kubeconfig.DefaultMinLifetime, writeTarget: newWriteTarget(f), IOStreams: streams}
+	o := &RotateOptions{Kubeconfig: newKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
@@ -102,12 +101,8 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE:              cli.RunE(o, o.Complete),
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&o.KubeconfigFile, "spoke-kubeconfig", "", "The new kubeconfig file of the spoke cluster.")
-	fl.StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
-	fl.DurationVar(&o.MinLifetime, "min-credential-lifetime", o.MinLifetime, "Refuse credentials that expire sooner than this.")
-	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
-	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
+	o.Kubeconfig.addFlags(cmd, "The new kubeconfig file of the spoke cluster.")
+	cmd.Flags().StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
 	o.addFlags(cmd, "With --secret: Helm values file whose fleetConfig.spokes entry for the spoke is pointed at the new secret.",
 		"With --secret: Flux HelmRelease manifest whose spec.values.fleetConfig.spokes entry for the spoke is pointed at the new secret.")
 	return cmd
@@ -126,10 +121,11 @@ func (o *RotateOptions) Validate() error {
 	if (o.ValuesFile != "" || o.ReleaseFile != "") && o.Secret == "" {
 		return cli.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
 	}
-	if o.MinLifetime < 0 {
-		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+	// The local files last: a usage error is reported before a file's.
+	if err := o.Kubeconfig.read(time.Now()); err != nil {
+		return err
 	}
-	return nil
+	return o.readFile()
 }
 
 // rotateFacts is what rotate-kubeconfig read and checked before planning.
@@ -284,27 +280,19 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 	if ref == nil {
 		return nil, nil, cli.Refusedf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
 	}
-	kc, err := kubeconfig.Load(o.KubeconfigFile)
-	if err != nil {
-		return nil, nil, cli.Refusedf("%w; nothing was changed", err)
-	}
-	now := time.Now()
-	newCred, err := kc.Credential(now, o.MinLifetime)
-	if err != nil {
-		return nil, nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
-	}
+	kc, newCred := o.Kubeconfig.kc, o.Kubeconfig.credential
 	newID, err := kc.Reach(ctx)
 	if err != nil {
-		return nil, nil, cli.Refusedf("%s: %w; nothing was changed", o.KubeconfigFile, err)
+		return nil, nil, o.Kubeconfig.refused(err)
 	}
 	old, sec, err := hub.StoredKubeconfig(ctx, s)
 	if err != nil {
 		return nil, nil, cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
 	}
-	oldCred, _ := old.Credential(now, 0)
+	oldCred, _ := old.Credential(time.Now(), 0)
 	same, by := reachOrOffline(ctx, old).SameAs(newID)
 	if !same {
-		return nil, nil, cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.KubeconfigFile, o.Name, by)
+		return nil, nil, cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.Kubeconfig.File, o.Name, by)
 	}
 	f := &rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
 	if o.Secret != "" && o.Secret != ref.Name {
@@ -315,9 +303,7 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 	if f.Kubeconfig, err = kc.Bytes(); err != nil {
 		return nil, nil, err
 	}
-	if f.File, err = o.readFile(); err != nil {
-		return nil, nil, err
-	}
+	f.File = o.values
 	r := &RotateReport{
 		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
 		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,

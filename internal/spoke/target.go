@@ -20,6 +20,8 @@ type writeTarget struct {
 	Output      *cli.Output
 
 	f *cli.Factory
+	// values is the file as readFile read it (nil: none given).
+	values *values.File
 }
 
 func newWriteTarget(f *cli.Factory) writeTarget {
@@ -69,17 +71,20 @@ func (t *writeTarget) file() (string, values.Kind) {
 	return t.ValuesFile, values.HelmValues
 }
 
-// readFile reads the --values or --helmrelease file; nil without one.
-func (t *writeTarget) readFile() (*values.File, error) {
+// readFile reads the --values or --helmrelease file, if one is given. The
+// commands call it at the end of Validate: a file that is missing or does
+// not parse is refused before any request.
+func (t *writeTarget) readFile() error {
 	path, kind := t.file()
 	if path == "" {
-		return nil, nil
+		return nil
 	}
 	f, err := values.Read(path, kind)
 	if err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
+		return cli.Refusedf("%w; nothing was changed", err)
 	}
-	return f, nil
+	t.values = f
+	return nil
 }
 
 // fileEdit is a planned edit of the --values or --helmrelease file: the

@@ -1,0 +1,50 @@
+package spoke
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
+)
+
+// newKubeconfig is the --spoke-kubeconfig file add and rotate-kubeconfig
+// take. It is read and its credential checked in Validate, so a file that
+// is missing, malformed or short-lived is refused before any request.
+type newKubeconfig struct {
+	File        string
+	MinLifetime time.Duration
+
+	kc         *kubeconfig.Kubeconfig
+	credential kubeconfig.Credential
+}
+
+func (n *newKubeconfig) addFlags(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&n.File, "spoke-kubeconfig", "", usage)
+	cmd.Flags().DurationVar(&n.MinLifetime, "min-credential-lifetime", n.MinLifetime, "Refuse credentials that expire sooner than this.")
+	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
+	_ = cmd.MarkFlagFilename("spoke-kubeconfig")
+}
+
+// read loads the file and checks its credential against now.
+func (n *newKubeconfig) read(now time.Time) error {
+	if n.MinLifetime < 0 {
+		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+	}
+	kc, err := kubeconfig.Load(n.File)
+	if err != nil {
+		return cli.Refusedf("%w; nothing was changed", err)
+	}
+	if n.credential, err = kc.Credential(now, n.MinLifetime); err != nil {
+		return n.refused(err)
+	}
+	n.kc = kc
+	return nil
+}
+
+// refused is err, a check of the new kubeconfig that failed, as a refusal
+// that names the file.
+func (n *newKubeconfig) refused(err error) error {
+	return cli.Refusedf("%s: %w; nothing was changed", n.File, err)
+}
