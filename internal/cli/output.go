@@ -56,6 +56,14 @@ func (o *Output) AddFlags(cmd *cobra.Command) {
 	}
 	f := cmd.Flags().Lookup("output")
 	f.Usage = "Output format. One of: (" + strings.Join(o.formats(), ", ") + ")."
+	// cli-runtime's help for these speaks of Go templates, which the
+	// plugins do not offer.
+	if t := cmd.Flags().Lookup("template"); t != nil {
+		t.Usage = "JSONPath template for -o jsonpath, or the path of a file holding one for -o jsonpath-file."
+	}
+	if k := cmd.Flags().Lookup("allow-missing-template-keys"); k != nil {
+		k.Usage = "If true, a field or map key the jsonpath template names but the output lacks is not an error."
+	}
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats(), cobra.ShellCompDirectiveNoFileComp))
 }
 

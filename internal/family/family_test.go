@@ -139,6 +139,10 @@ func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		assert.Check(t, is.Contains(f.Usage, strings.TrimSuffix(format, "=")), "-o")
 	}
 	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "output format", with(line, "-o", "bogus"))
+	// The help offers only what the command takes: no Go templates.
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		assert.Check(t, !strings.Contains(f.Usage, "go-template") && !strings.Contains(f.Usage, "golang"), "--%s: %s", f.Name, f.Usage)
+	})
 }
 
 // checkTimeout: --timeout is a duration where 0 means no limit, as its
