@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -48,19 +49,21 @@ var ErrBudgetBlocked = errors.New("blocked by a PodDisruptionBudget")
 // Find lists what the drain library would do on node, for the plan.
 func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, error) {
 	found := NodePods{Node: node}
-	all, err := d.Helper.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return d.Helper.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	}
+	err := eachInChunks(ctx, list, d.Helper.ChunkSize, metav1.ListOptions{
 		LabelSelector: d.Helper.PodSelector,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(),
-	})
+	}, func(p *corev1.Pod) { found.All = append(found.All, *p) })
 	if err != nil {
 		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
-	found.All = all.Items
-	list, errs := d.Helper.GetPodsForDeletion(node.Name)
-	if list == nil {
+	deletion, errs := d.Helper.GetPodsForDeletion(node.Name)
+	if deletion == nil {
 		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, errors.Join(errs...))
 	}
-	found.Evict, found.Refusals, found.Warnings = list.Pods(), errs, list.Warnings()
+	found.Evict, found.Refusals, found.Warnings = deletion.Pods(), errs, deletion.Warnings()
 	sort.Slice(found.All, func(i, j int) bool {
 		return namespacedName(found.All[i].Namespace, found.All[i].Name) < namespacedName(found.All[j].Namespace, found.All[j].Name)
 	})

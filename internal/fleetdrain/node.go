@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -42,6 +43,7 @@ type NodeOptions struct {
 	MaxConcurrent            int
 	PDBTimeout               time.Duration
 	UncordonOnFailure        bool
+	ChunkSize                int64
 	DryRun                   cli.DryRun
 
 	f       *cli.Factory
@@ -51,7 +53,7 @@ type NodeOptions struct {
 
 // NewNodeOptions returns the defaults: as safe as kubectl drain.
 func NewNodeOptions(streams genericiooptions.IOStreams) *NodeOptions {
-	return &NodeOptions{IOStreams: streams, Output: cli.NewOutput(), GracePeriod: -1, MaxConcurrent: 1, PDBTimeout: 5 * time.Minute}
+	return &NodeOptions{IOStreams: streams, Output: cli.NewOutput(), GracePeriod: -1, MaxConcurrent: 1, PDBTimeout: 5 * time.Minute, ChunkSize: cli.DefaultChunkSize}
 }
 
 // NewCmdNode builds `kubectl fleetdrain node`.
@@ -123,6 +125,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
 	flags.DurationVar(&o.PDBTimeout, "pdb-timeout", o.PDBTimeout, "How long an eviction waits for a PodDisruptionBudget that allows no disruption before the node fails")
 	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed or was interrupted (never one someone else cordoned)")
+	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -151,6 +154,9 @@ func (o *NodeOptions) Validate() error {
 		return err
 	}
 	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
 	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
@@ -392,15 +398,15 @@ func (o *NodeOptions) giveBack(ctx context.Context, name string) error {
 func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
 	var nodes []*corev1.Node
 	if o.Selector != "" {
-		list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return o.client.CoreV1().Nodes().List(ctx, opts)
+		}
+		err := eachInChunks(ctx, list, o.ChunkSize, metav1.ListOptions{LabelSelector: o.Selector}, func(n *corev1.Node) { nodes = append(nodes, n) })
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes with selector %q: %w", o.Selector, err)
 		}
-		if len(list.Items) == 0 {
+		if len(nodes) == 0 {
 			return nil, cli.Refusedf("no node matches selector %q; nothing was changed", o.Selector)
-		}
-		for i := range list.Items {
-			nodes = append(nodes, &list.Items[i])
 		}
 		return nodes, nil
 	}
@@ -434,6 +440,7 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 		PodSelector:                     o.PodSelector,
 		DisableEviction:                 o.DisableEviction,
 		SkipWaitForDeleteTimeoutSeconds: o.SkipWaitForDeleteTimeout,
+		ChunkSize:                       o.ChunkSize,
 		EvictErrorRetryDelay:            evictRetry,
 		DryRunStrategy:                  cmdutil.DryRunStrategy(o.DryRun),
 		// Only the library's pod listing and single evictions are used: its

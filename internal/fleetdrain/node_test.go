@@ -302,3 +302,33 @@ func TestTheHintAfterTheTableGoesToStderr(t *testing.T) {
 	assert.Check(t, !strings.Contains(out.String(), "platform team"), out.String())
 	assert.Check(t, is.Contains(errOut.String(), "node a is Machine md-0-abc"))
 }
+
+// --chunk-size pages every list the drain makes, as kubectl drain's does.
+func TestNodeDrainListsInChunks(t *testing.T) {
+	var objs []k8sruntime.Object
+	a := node("a", false, nil)
+	a.Labels = map[string]string{"pool": "x"}
+	objs = append(objs, a)
+	for _, name := range []string{"web-1", "web-2", "web-3"} {
+		p := pod("shop", name, "ReplicaSet", nil)
+		p.Spec.NodeName = "a"
+		objs = append(objs, &p)
+	}
+	client, _ := fakeCluster(t, objs...)
+	limits := map[string][]int64{}
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		limits[a.GetResource().Resource] = append(limits[a.GetResource().Resource], a.(k8stesting.ListActionImpl).ListOptions.Limit)
+		return false, nil, nil
+	})
+	o, _, _ := nodeOptions(client)
+	// Server dry run lists as a drain does, and the fake then deletes nothing to wait for.
+	o.Selector, o.ChunkSize, o.DryRun = "pool=x", 2, cli.DryRunServer
+	assert.NilError(t, o.drainNodes(context.Background()))
+	assert.Check(t, len(limits["nodes"]) > 0 && len(limits["pods"]) > 0, "%v", limits)
+	for _, resource := range []string{"nodes", "pods"} {
+		for _, limit := range limits[resource] {
+			assert.Check(t, is.Equal(limit, int64(2)), "a list of %s", resource)
+		}
+	}
+	assert.Equal(t, NewNodeOptions(genericiooptions.IOStreams{}).ChunkSize, cli.DefaultChunkSize)
+}

@@ -50,7 +50,7 @@ func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the hub: %w", err)
 	}
-	h := &Hub{Dynamic: dyn, Kube: kube, ChunkSize: 500}
+	h := &Hub{Dynamic: dyn, Kube: kube, ChunkSize: cli.DefaultChunkSize}
 	ns, explicit, err := f.Namespace()
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ type ListOptions struct {
 }
 
 func newListOptions(f *cli.Factory, streams genericiooptions.IOStreams) *ListOptions {
-	return &ListOptions{ChunkSize: 500, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	return &ListOptions{ChunkSize: cli.DefaultChunkSize, Output: cli.NewOutput(), f: f, IOStreams: streams}
 }
 
 // NewCmdList builds `kubectl spoke list`.
@@ -106,7 +106,7 @@ func (o *ListOptions) addFlags(cmd *cobra.Command) {
 	o.Output.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the spokes of every namespace; -n is ignored, as in kubectl get -A.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the spokes whose labels match this selector (e.g. -l env=prod,team!=ml).")
-	cmd.Flags().Int64Var(&o.ChunkSize, "chunk-size", o.ChunkSize, "Return large lists in chunks of this many objects rather than all at once; 0 disables chunking.")
+	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 }
 
 // Complete reads the arguments.
@@ -123,8 +123,8 @@ func (o *ListOptions) Validate() error {
 	if err := o.f.ValidateNamespace(); err != nil {
 		return err
 	}
-	if o.ChunkSize < 0 {
-		return cli.UsageErrorf("--chunk-size must be 0 or more, got %d", o.ChunkSize)
+	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
