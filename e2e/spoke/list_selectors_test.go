@@ -4,6 +4,7 @@ package spoke
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -53,7 +54,11 @@ func TestListAllNamespacesAndSelector(t *testing.T) {
 
 	r = spoke(t, "list", "-n", "list-sel-b", "-l", "env=dev", "-o", "name")
 	assert.Equal(t, r.ExitCode, 0, r)
-	assert.Equal(t, r.Stdout, "spokerow.spokekit.io/lsel-3\n")
+	assert.Equal(t, r.Stdout, "spoke.fleetconfig.open-cluster-management.io/lsel-3\n")
+	// -o name is what kubectl takes, as kubectl get -o name's is.
+	got, err := hub.For(t.TempDir()).Kubectl(ctx(t), "get", "-n", "list-sel-b", strings.TrimSpace(r.Stdout), "-o", "name")
+	assert.NilError(t, err)
+	assert.Equal(t, got.Stdout, r.Stdout, got)
 
 	r = spoke(t, "list", "-n", "list-sel-a", "-l", "env=dev")
 	assert.Equal(t, r.ExitCode, 0, r)

@@ -4,6 +4,8 @@
 package api
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -35,4 +37,14 @@ func NewNamespacedReportMeta(kind, namespace, name string) ReportMeta {
 	m := NewReportMeta(kind, name)
 	m.Metadata.Namespace = namespace
 	return m
+}
+
+// NodeKind is the kind of a Node, for ObjectName.
+var NodeKind = schema.GroupKind{Kind: "Node"}
+
+// ObjectName writes an object's name as kubectl's -o name does
+// (kind.group/name, kind/name in the core group), so that other kubectl
+// commands take it.
+func ObjectName(gk schema.GroupKind, name string) string {
+	return strings.ToLower(gk.String()) + "/" + name
 }

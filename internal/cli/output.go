@@ -38,6 +38,7 @@ type Output struct {
 
 const (
 	formatWide          = "wide"
+	formatName          = "name"
 	formatCustomColumns = "custom-columns"
 )
 
@@ -144,11 +145,27 @@ func (o *Output) printer() (printers.ResourcePrinter, error) {
 	return nil, genericclioptions.NoCompatiblePrinterError{OutputFormat: &format, AllowedFormats: o.formats()}
 }
 
+// Subjects is a report about objects of the cluster. -o name prints those
+// objects (api.ObjectName), as kubectl's commands print the objects they
+// acted on, so the lines feed other kubectl commands; a report without
+// subjects prints its own kind and name.
+type Subjects interface {
+	Subjects() []string
+}
+
 // Print writes obj in the chosen format. obj is a report struct with
 // apiVersion, kind and metadata (api.ReportMeta); table renders its human view.
 func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	if o.IsTable() {
 		return WriteTable(w, table(), o.Format() == formatWide)
+	}
+	if s, ok := obj.(Subjects); ok && o.Format() == formatName {
+		var b strings.Builder
+		for _, name := range s.Subjects() {
+			b.WriteString(name + "\n")
+		}
+		_, err := io.WriteString(raw(w), b.String())
+		return err
 	}
 	u, err := ToUnstructured(obj)
 	if err != nil {

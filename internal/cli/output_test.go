@@ -131,3 +131,37 @@ func TestWriteTableEscapesHeadingsAndCells(t *testing.T) {
 	assert.NilError(t, WriteTable(terminalWriter{&out}, Table{Columns: []Column{{Name: "A\x1b[2J"}}, Rows: [][]string{{"x\x1b]0;y\a"}}}, false))
 	assert.Equal(t, out.String(), "A^[[2J\nx^[]0;y\\x07\n")
 }
+
+// sampleDrain is a report about Nodes.
+type sampleDrain struct {
+	api.ReportMeta `json:",inline"`
+	Nodes          []string `json:"nodes"`
+}
+
+func (r sampleDrain) Subjects() []string {
+	var names []string
+	for _, n := range r.Nodes {
+		names = append(names, api.ObjectName(api.NodeKind, n))
+	}
+	return names
+}
+
+// -o name prints the objects a report is about, as kubectl names them; the
+// other formats still print the report itself.
+func TestNamePrintsTheObjectsAReportIsAbout(t *testing.T) {
+	r := sampleDrain{ReportMeta: api.NewReportMeta("Drain", "nodes"), Nodes: []string{"a", "b"}}
+	print := func(format string, obj any) string {
+		o := NewOutput()
+		*o.PrintFlags.OutputFormat = format
+		assert.NilError(t, o.Validate())
+		var buf bytes.Buffer
+		assert.NilError(t, o.Print(&buf, obj, nil))
+		return buf.String()
+	}
+	assert.Equal(t, print("name", r), "node/a\nnode/b\n")
+	assert.Equal(t, print("name", &r), "node/a\nnode/b\n")
+	assert.Equal(t, print("name", sampleDrain{ReportMeta: r.ReportMeta}), "")
+	assert.Equal(t, print("jsonpath={.kind}", r), "Drain")
+	// A report about no object of the cluster names itself.
+	assert.Equal(t, print("name", api.NewReportMeta("Version", "kubectl-spoke")), "version.spokekit.io/kubectl-spoke\n")
+}

@@ -177,3 +177,12 @@ func (r ClusterDrainReport) hasStays() bool {
 	}
 	return false
 }
+
+// Subjects are the ManagedClusters, for -o name.
+func (r ClusterDrainReport) Subjects() []string {
+	names := make([]string, 0, len(r.Items))
+	for _, c := range r.Items {
+		names = append(names, api.ObjectName(ocm.ManagedClusterKind, c.Metadata.Name))
+	}
+	return names
+}

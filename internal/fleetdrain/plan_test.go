@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -17,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
 func pod(ns, name, ownerKind string, labels map[string]string) corev1.Pod {
@@ -191,4 +193,22 @@ func TestPlanClusterFollowsUpstream(t *testing.T) {
 		moves[w.Name] = at
 	}
 	assert.DeepEqual(t, moves, map[string]string{"for-30s": "now", "for-0s": "now", "empty-key-equal": "now", "drain-only": "now"})
+}
+
+// -o name prints the Nodes or ManagedClusters drained or given back, as
+// kubectl get -o name names them (so they feed kubectl uncordon and get).
+func TestNamePrintsTheNodesAndClusters(t *testing.T) {
+	managed := "managedcluster.cluster.open-cluster-management.io/"
+	for _, c := range []struct {
+		report any
+		want   string
+	}{
+		{DrainReport{Items: []NodeReport{{ReportMeta: api.NewReportMeta("NodeDrain", "a")}, {ReportMeta: api.NewReportMeta("NodeDrain", "b")}}}, "node/a\nnode/b\n"},
+		{DrainReport{}, ""},
+		{ClusterDrainReport{Items: []ClusterReport{{ReportMeta: api.NewReportMeta("ClusterDrain", "spoke-1")}}}, managed + "spoke-1\n"},
+		{UncordonReport{Items: []UncordonEntry{{ReportMeta: api.NewReportMeta(api.NodeKind.Kind, "a")}}}, "node/a\n"},
+		{UncordonReport{Items: []UncordonEntry{{ReportMeta: api.NewReportMeta(ocm.ManagedClusterKind.Kind, "spoke-1")}}}, managed + "spoke-1\n"},
+	} {
+		assert.Check(t, is.Equal(clitest.PrintName(t, c.report), c.want), "%T", c.report)
+	}
 }

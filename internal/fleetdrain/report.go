@@ -214,3 +214,12 @@ func (r DrainReport) machineNote() string {
 	}
 	return "Drained nodes and their Cluster API Machines (hand these names to the platform team):\n" + strings.Join(lines, "\n") + "\n"
 }
+
+// Subjects are the Nodes, for -o name.
+func (r DrainReport) Subjects() []string {
+	names := make([]string, 0, len(r.Items))
+	for _, n := range r.Items {
+		names = append(names, api.ObjectName(api.NodeKind, n.Metadata.Name))
+	}
+	return names
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -133,7 +134,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 			strings.Join(others, ", "), CordonedByAnnotation, strings.Join(others, " "))
 	}
 	for i, name := range o.Nodes {
-		e := UncordonEntry{ReportMeta: api.NewReportMeta("Node", name)}
+		e := UncordonEntry{ReportMeta: api.NewReportMeta(api.NodeKind.Kind, name)}
 		result := giveBackResult(nodes[i])
 		var err error
 		if o.DryRun != cli.DryRunClient {
@@ -210,7 +211,7 @@ func (o *UncordonClusterOptions) Run(ctx context.Context) error {
 	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
 	for _, name := range o.Clusters {
-		e := UncordonEntry{ReportMeta: api.NewReportMeta("ManagedCluster", name)}
+		e := UncordonEntry{ReportMeta: api.NewReportMeta(ocm.ManagedClusterKind.Kind, name)}
 		if o.DryRun == cli.DryRunClient {
 			mc, err := getManagedCluster(ctx, d, name)
 			if err != nil {
@@ -230,4 +231,17 @@ func (o *UncordonClusterOptions) Run(ctx context.Context) error {
 		report.Items = append(report.Items, e)
 	}
 	return o.Output.Print(o.Out, report, report.table)
+}
+
+// Subjects are the Nodes or ManagedClusters, for -o name.
+func (r UncordonReport) Subjects() []string {
+	names := make([]string, 0, len(r.Items))
+	for _, e := range r.Items {
+		kind := api.NodeKind
+		if e.Kind == ocm.ManagedClusterKind.Kind {
+			kind = ocm.ManagedClusterKind
+		}
+		names = append(names, api.ObjectName(kind, e.Metadata.Name))
+	}
+	return names
 }

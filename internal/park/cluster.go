@@ -328,3 +328,8 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// Subjects is the Cluster parked, for -o name.
+func (p ParkPlan) Subjects() []string {
+	return []string{api.ObjectName(capi.ClusterKind, p.Metadata.Name)}
+}

@@ -222,3 +222,12 @@ func nsName(ns string) string {
 	}
 	return "namespace " + ns
 }
+
+// Subjects are the listed Clusters, for -o name.
+func (l ClusterList) Subjects() []string {
+	names := make([]string, 0, len(l.Items))
+	for _, r := range l.Items {
+		names = append(names, api.ObjectName(capi.ClusterKind, r.Metadata.Name))
+	}
+	return names
+}

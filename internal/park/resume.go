@@ -399,3 +399,8 @@ func (o *ResumeOptions) print(plan *ResumePlan) error {
 	}
 	return nil
 }
+
+// Subjects is the Cluster resumed, for -o name.
+func (p ResumePlan) Subjects() []string {
+	return []string{api.ObjectName(capi.ClusterKind, p.Metadata.Name)}
+}

@@ -421,3 +421,8 @@ func noneOr(items []string) string {
 	}
 	return strings.Join(items, ", ")
 }
+
+// Subjects is the Cluster, for -o name.
+func (r StatusReport) Subjects() []string {
+	return []string{api.ObjectName(capi.ClusterKind, r.Metadata.Name)}
+}

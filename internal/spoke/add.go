@@ -528,3 +528,6 @@ func (p *addPlan) steps(ns, name string, dryRun cli.DryRun) []Step {
 	}
 	return out
 }
+
+// Subjects is the Spoke added, for -o name.
+func (r AddReport) Subjects() []string { return []string{subject(r.Metadata.Name, false)} }

@@ -115,3 +115,6 @@ func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) e
 	}
 	return FindRemovalBlockers(s, works, placements, taints, time.Now()).Refusal(s.Name)
 }
+
+// Subjects is the Spoke removed, for -o name.
+func (r RemoveReport) Subjects() []string { return []string{subject(r.Metadata.Name, false)} }

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
 // Every report says dryRun the same way as fleetdrain's and park's: the
@@ -48,5 +50,27 @@ func TestReportsPrintAsName(t *testing.T) {
 	*o.PrintFlags.OutputFormat = "name"
 	var buf bytes.Buffer
 	assert.NilError(t, o.Print(&buf, &RemoveReport{ReportMeta: meta}, nil))
-	assert.Equal(t, buf.String(), "spokeremove.spokekit.io/spoke-2\n")
+	assert.Equal(t, buf.String(), "spoke.fleetconfig.open-cluster-management.io/spoke-2\n")
+}
+
+// -o name prints the Spokes each command acted on, or the ManagedCluster of
+// a cluster joined out of band, as kubectl get -o name names them.
+func TestNamePrintsTheSpokes(t *testing.T) {
+	meta := api.NewNamespacedReportMeta("Spoke", "mural-system", "spoke-1")
+	spoke, managed := "spoke.fleetconfig.open-cluster-management.io/", "managedcluster.cluster.open-cluster-management.io/"
+	for _, c := range []struct {
+		report any
+		want   string
+	}{
+		{SpokeList{Items: []SpokeRow{{ReportMeta: meta}, {ReportMeta: api.NewReportMeta("SpokeRow", "by-hand"), OutOfBand: true}}}, spoke + "spoke-1\n" + managed + "by-hand\n"},
+		{SpokeList{}, ""},
+		{&SpokeStatus{ReportMeta: meta}, spoke + "spoke-1\n"},
+		{&SpokeStatus{ReportMeta: meta, OutOfBand: true}, managed + "spoke-1\n"},
+		{&AddReport{ReportMeta: meta}, spoke + "spoke-1\n"},
+		{&RemoveReport{ReportMeta: meta}, spoke + "spoke-1\n"},
+		{&SetReport{ReportMeta: meta}, spoke + "spoke-1\n"},
+		{&RotateReport{ReportMeta: meta}, spoke + "spoke-1\n"},
+	} {
+		assert.Check(t, is.Equal(clitest.PrintName(t, c.report), c.want), "%T", c.report)
+	}
 }

@@ -380,3 +380,6 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig
 	}
 	return sec, nil
 }
+
+// Subjects is the Spoke whose credential was rotated, for -o name.
+func (r RotateReport) Subjects() []string { return []string{subject(r.Metadata.Name, false)} }

@@ -180,3 +180,22 @@ func selectRows(rows []SpokeRow, names []string) ([]SpokeRow, error) {
 	}
 	return out, nil
 }
+
+// Subjects are the listed Spokes, and the ManagedClusters of those joined
+// out of band, for -o name.
+func (l SpokeList) Subjects() []string {
+	names := make([]string, 0, len(l.Items))
+	for _, r := range l.Items {
+		names = append(names, subject(r.Metadata.Name, r.OutOfBand))
+	}
+	return names
+}
+
+// subject is the object a spoke report is about: its Spoke, or the
+// ManagedCluster of a cluster joined out of band, which has none.
+func subject(name string, outOfBand bool) string {
+	if outOfBand {
+		return api.ObjectName(ocm.ManagedClusterKind, name)
+	}
+	return api.ObjectName(fleetconfig.SpokeKind, name)
+}

@@ -271,3 +271,6 @@ func show(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Subjects is the Spoke changed, for -o name.
+func (r SetReport) Subjects() []string { return []string{subject(r.Metadata.Name, false)} }

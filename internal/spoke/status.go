@@ -321,3 +321,6 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 	}
 	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}, nil
 }
+
+// Subjects is the spoke's Spoke (its ManagedCluster when joined out of band), for -o name.
+func (r SpokeStatus) Subjects() []string { return []string{subject(r.Metadata.Name, r.OutOfBand)} }

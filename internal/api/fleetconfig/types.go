@@ -8,9 +8,10 @@ import (
 // GroupVersion is the group and version of Spoke and Hub.
 var GroupVersion = schema.GroupVersion{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1"}
 
-// SpokeResource and HubResource are the resources of Spoke and Hub.
+// SpokeResource and HubResource are the resources of Spoke and Hub; SpokeKind names a Spoke for -o name.
 var (
 	SpokeResource = GroupVersion.WithResource("spokes")
+	SpokeKind     = GroupVersion.WithKind("Spoke").GroupKind()
 	HubResource   = GroupVersion.WithResource("hubs")
 )
 

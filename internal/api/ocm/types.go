@@ -11,6 +11,7 @@ import (
 // OCM resources.
 var (
 	ManagedClusterResource         = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
+	ManagedClusterKind             = schema.GroupKind{Group: "cluster.open-cluster-management.io", Kind: "ManagedCluster"}
 	PlacementResource              = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placements"}
 	PlacementDecisionResource      = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placementdecisions"}
 	ManifestWorkResource           = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}

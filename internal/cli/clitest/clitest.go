@@ -4,6 +4,7 @@
 package clitest
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -140,4 +141,14 @@ func AssertEveryOutputOffers(t *testing.T, newRoot func(genericiooptions.IOStrea
 		}
 	}
 	walk(newRoot(streams))
+}
+
+// PrintName prints report as -o name does.
+func PrintName(t *testing.T, report any) string {
+	t.Helper()
+	o := cli.NewOutput()
+	*o.PrintFlags.OutputFormat = "name"
+	var buf bytes.Buffer
+	assert.NilError(t, o.Print(&buf, report, nil))
+	return buf.String()
 }
