@@ -113,6 +113,7 @@ func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
 				checkTimeout(t, p, c, line)
 				checkDryRun(t, p, c, line)
 				checkFiles(t, p, c, line)
+				checkChunkSize(t, p, c, line)
 			})
 		}
 	}
@@ -160,6 +161,17 @@ func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	code, _, stderr := clitest.RunCommand(p.newRoot, append(with(line, "--timeout", "0"), "--kubeconfig", srv.Kubeconfig)...)
 	assert.Check(t, code != cli.ExitUsage, "--timeout 0 refused: %s", stderr)
 	assert.Check(t, len(srv.Requests()) > 0, "--timeout 0 did not go on to the work: %s", stderr)
+}
+
+// checkChunkSize: --chunk-size is kubectl's, 500 by default; a negative one
+// is a usage error before any request.
+func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	f := c.Flags().Lookup("chunk-size")
+	if f == nil {
+		return
+	}
+	assert.Check(t, is.Equal(f.DefValue, "500"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "--chunk-size must be 0 or more", with(line, "--chunk-size", "-1"))
 }
 
 // checkDryRun: --dry-run is kubectl's, none|client|server, completed as

@@ -52,10 +52,13 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return d.Helper.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 	}
-	err := eachInChunks(ctx, list, d.Helper.ChunkSize, metav1.ListOptions{
+	err := cli.EachInChunks(ctx, list, d.Helper.ChunkSize, metav1.ListOptions{
 		LabelSelector: d.Helper.PodSelector,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(),
-	}, func(p *corev1.Pod) { found.All = append(found.All, *p) })
+	}, func(p *corev1.Pod) error {
+		found.All = append(found.All, *p)
+		return nil
+	})
 	if err != nil {
 		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}

@@ -401,7 +401,10 @@ func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
 		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return o.client.CoreV1().Nodes().List(ctx, opts)
 		}
-		err := eachInChunks(ctx, list, o.ChunkSize, metav1.ListOptions{LabelSelector: o.Selector}, func(n *corev1.Node) { nodes = append(nodes, n) })
+		err := cli.EachInChunks(ctx, list, o.ChunkSize, metav1.ListOptions{LabelSelector: o.Selector}, func(n *corev1.Node) error {
+			nodes = append(nodes, n)
+			return nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes with selector %q: %w", o.Selector, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -212,4 +213,45 @@ func TestStatusUpdatesDoNotRefuseThePatch(t *testing.T) {
 	assert.Equal(t, attempts, 1, "one patch")
 	parked := readCluster(t, p)
 	assert.Equal(t, *parked.Spec.Topology.Workers.MachineDeployments[0].Replicas, int32(0))
+}
+
+// park list reads the clusters in pages of --chunk-size, as kubectl get does.
+func TestClustersAreListedInChunks(t *testing.T) {
+	p, _ := fakePlatform(t, threePools(), nil)
+	var limits []int64
+	p.Dynamic = limitsRecorder{Interface: p.Dynamic, limits: &limits}
+	cs, err := p.Clusters(context.Background(), "", 2)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(cs, 1))
+	assert.DeepEqual(t, limits, []int64{2})
+}
+
+// limitsRecorder records the page size of each namespaced list (the fake
+// dynamic client drops it from the actions its reactors see).
+type limitsRecorder struct {
+	dynamic.Interface
+	limits *[]int64
+}
+
+func (d limitsRecorder) Resource(r schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return limitsRecorderResource{d.Interface.Resource(r), d.limits}
+}
+
+type limitsRecorderResource struct {
+	dynamic.NamespaceableResourceInterface
+	limits *[]int64
+}
+
+func (r limitsRecorderResource) Namespace(ns string) dynamic.ResourceInterface {
+	return limitsRecorderList{r.NamespaceableResourceInterface.Namespace(ns), r.limits}
+}
+
+type limitsRecorderList struct {
+	dynamic.ResourceInterface
+	limits *[]int64
+}
+
+func (r limitsRecorderList) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	*r.limits = append(*r.limits, opts.Limit)
+	return r.ResourceInterface.List(ctx, opts)
 }

@@ -142,13 +142,14 @@ type ListOptions struct {
 	Output        *cli.Output
 	AllNamespaces bool
 	Namespace     string
+	ChunkSize     int64
 
 	f *cli.Factory
 }
 
 // NewCmdList builds `kubectl park list`.
 func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Streams: streams, Output: cli.NewOutput(), f: f}
+	o := &ListOptions{Streams: streams, Output: cli.NewOutput(), ChunkSize: cli.DefaultChunkSize, f: f}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List clusters with their parked state, since when, and what was recorded",
@@ -157,7 +158,8 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			with -A) with the state of their workers: Running, Parked, Parking
 			(parked, machines still going) or Resuming (machines coming back),
 			ready and desired workers, how long ago they were parked and the
-			pool sizes park recorded. It reads the clusters in one request.`),
+			pool sizes park recorded. It reads the clusters in pages of
+			--chunk-size, as kubectl get does.`),
 		Example: templates.Examples(`
 			# The clusters of an Environment
 			kubectl park list -n dynamo-prod
@@ -169,6 +171,7 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	}
 	o.Output.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the clusters of every namespace.")
+	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	return cmd
 }
 
@@ -184,6 +187,9 @@ func (o *ListOptions) Validate() error {
 	if err := cli.ValidateNames(cli.NamespaceName, o.Namespace); err != nil {
 		return err
 	}
+	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
+		return err
+	}
 	return o.Output.Validate()
 }
 
@@ -197,7 +203,7 @@ func (o *ListOptions) list(ctx context.Context, p *Platform) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	cs, err := p.Clusters(ctx, ns)
+	cs, err := p.Clusters(ctx, ns, o.ChunkSize)
 	if err != nil {
 		return err
 	}

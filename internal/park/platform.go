@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -101,13 +102,25 @@ func (p *Platform) ControlPlanePods(ctx context.Context, c *capi.Cluster) ([]cor
 	return pods.Items, nil
 }
 
-// Clusters lists the clusters of the namespace ("" for all) in one request.
-func (p *Platform) Clusters(ctx context.Context, namespace string) ([]capi.Cluster, error) {
-	l, err := p.resource(capi.ClusterResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+// Clusters lists the clusters of the namespace ("" for all) in pages of
+// chunkSize (0: one request).
+func (p *Platform) Clusters(ctx context.Context, namespace string, chunkSize int64) ([]capi.Cluster, error) {
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return p.resource(capi.ClusterResource).Namespace(namespace).List(ctx, opts)
+	}
+	var clusters []capi.Cluster
+	err := cli.EachInChunks(ctx, list, chunkSize, metav1.ListOptions{}, func(u *unstructured.Unstructured) error {
+		c, err := capi.FromUnstructured[capi.Cluster](u)
+		if err != nil {
+			return err
+		}
+		clusters = append(clusters, *c)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing clusters: %w", err)
 	}
-	return capi.ListFromUnstructured[capi.Cluster](l)
+	return clusters, nil
 }
 
 // list reads objects of one Cluster API resource that belong to a cluster.
