@@ -201,6 +201,18 @@ func TestClassAutoscaledPoolIsRefused(t *testing.T) {
 			namespaces[item.Metadata.Namespace] = true
 		}
 		assert.Check(t, namespaces[namespace] && namespaces[otherNS], r)
+
+		// -l and --no-headers as kubectl get takes them; -o name feeds kubectl.
+		r = kubectl(t, "label", "cluster.cluster.x-k8s.io", "scaled", "-n", otherNS, "e2e-park-list=picked")
+		assert.Equal(t, r.ExitCode, 0, r)
+		r = kubectl(t, "park", "list", "-A", "-l", "e2e-park-list=picked", "--no-headers")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Regexp(`^dynamo-dev\s+scaled\s+\S+[^\n]*\n$`, r.Stdout), r)
+		r = kubectl(t, "park", "list", "-A", "-l", "e2e-park-list=picked", "-o", "name")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Equal(t, r.Stdout, "cluster.cluster.x-k8s.io/scaled\n", r)
+		got := kubectl(t, "get", "-n", otherNS, strings.TrimSpace(r.Stdout), "-o", "name")
+		assert.Equal(t, got.Stdout, r.Stdout, got)
 	})
 }
 

@@ -59,6 +59,9 @@ func TestListAllNamespacesAndSelector(t *testing.T) {
 	got, err := hub.For(t.TempDir()).Kubectl(ctx(t), "get", "-n", "list-sel-b", strings.TrimSpace(r.Stdout), "-o", "name")
 	assert.NilError(t, err)
 	assert.Equal(t, got.Stdout, r.Stdout, got)
+	r = spoke(t, "list", "-n", "list-sel-b", "-l", "env=dev", "--no-headers")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`^lsel-3\s[^\n]*\n$`, r.Stdout), r)
 
 	r = spoke(t, "list", "-n", "list-sel-a", "-l", "env=dev")
 	assert.Equal(t, r.ExitCode, 0, r)

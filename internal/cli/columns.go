@@ -19,14 +19,15 @@ import (
 // the same output. Written here because kubectl's printer lives in its `get`
 // command package, whose start-up alone costs more than a plugin's.
 type customColumns struct {
-	headers []string
-	paths   []*jsonpath.JSONPath
+	headers   []string
+	paths     []*jsonpath.JSONPath
+	noHeaders bool
 }
 
 // fieldPath accepts a.b, .a.b, {a.b} and {.a.b}, as kubectl does.
 var fieldPath = regexp.MustCompile(`^\{\.?([^{}]+)\}$|^\.?([^{}]+)$`)
 
-func newCustomColumns(format string) (*customColumns, error) {
+func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 	name, value, _ := strings.Cut(format, "=")
 	if value == "" {
 		return nil, fmt.Errorf("custom-columns format specified but no custom columns given")
@@ -49,7 +50,7 @@ func newCustomColumns(format string) (*customColumns, error) {
 	default:
 		return nil, fmt.Errorf("unknown output format %q", format)
 	}
-	c := &customColumns{headers: headers}
+	c := &customColumns{headers: headers, noHeaders: noHeaders}
 	for i, spec := range specs {
 		m := fieldPath.FindStringSubmatch(spec)
 		if m == nil {
@@ -90,7 +91,9 @@ func readColumnsFile(path string) (headers, specs []string, err error) {
 // object): every match of a path joined with ",", <none> for no match.
 func (c *customColumns) PrintObj(obj runtime.Object, out io.Writer) error {
 	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, strings.Join(c.headers, "\t"))
+	if !c.noHeaders {
+		fmt.Fprintln(w, strings.Join(c.headers, "\t"))
+	}
 	objs := []runtime.Object{obj}
 	if meta.IsListType(obj) {
 		var err error

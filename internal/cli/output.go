@@ -20,6 +20,8 @@ import (
 type Table struct {
 	Columns []Column
 	Rows    [][]string
+	// NoHeaders leaves out the line of column names.
+	NoHeaders bool
 }
 
 // Column is a table heading. Wide columns only show with -o wide.
@@ -34,6 +36,9 @@ type Output struct {
 	PrintFlags *genericclioptions.PrintFlags
 	// only, when set, restricts -o to these formats (plus the table).
 	only []string
+	// NoHeaders (--no-headers, on the commands that list) leaves out the
+	// heading line of the table and of -o custom-columns, as kubectl get does.
+	NoHeaders bool
 }
 
 const (
@@ -66,6 +71,12 @@ func (o *Output) AddFlags(cmd *cobra.Command) {
 		k.Usage = "If true, a field or map key the jsonpath template names but the output lacks is not an error."
 	}
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+// AddNoHeadersFlag registers kubectl get's --no-headers, for the commands
+// that list.
+func (o *Output) AddNoHeadersFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the heading line of the table (default, wide or custom-columns output).")
 }
 
 func (o *Output) formats() []string {
@@ -130,7 +141,7 @@ func (o *Output) printer() (printers.ResourcePrinter, error) {
 		return nil, fmt.Errorf("-o %s is not supported: use -o jsonpath=..., -o custom-columns=... or -o json", strings.SplitN(format, "=", 2)[0])
 	}
 	if strings.HasPrefix(format, formatCustomColumns) {
-		return newCustomColumns(format)
+		return newCustomColumns(format, o.NoHeaders)
 	}
 	pf := o.PrintFlags
 	if p, err := pf.JSONYamlPrintFlags.ToPrinter(format); !genericclioptions.IsNoCompatiblePrinterError(err) {
@@ -157,7 +168,9 @@ type Subjects interface {
 // apiVersion, kind and metadata (api.ReportMeta); table renders its human view.
 func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	if o.IsTable() {
-		return WriteTable(w, table(), o.Format() == formatWide)
+		t := table()
+		t.NoHeaders = o.NoHeaders
+		return WriteTable(w, t, o.Format() == formatWide)
 	}
 	if s, ok := obj.(Subjects); ok && o.Format() == formatName {
 		var b strings.Builder
@@ -216,7 +229,9 @@ func WriteTable(w io.Writer, t Table, wide bool) error {
 		keep = append(keep, i)
 		head = append(head, escapeLine(c.Name))
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	if !t.NoHeaders {
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+	}
 	for _, row := range t.Rows {
 		cells := make([]string, 0, len(keep))
 		for _, i := range keep {

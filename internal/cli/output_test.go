@@ -165,3 +165,26 @@ func TestNamePrintsTheObjectsAReportIsAbout(t *testing.T) {
 	// A report about no object of the cluster names itself.
 	assert.Equal(t, print("name", api.NewReportMeta("Version", "kubectl-spoke")), "version.spokekit.io/kubectl-spoke\n")
 }
+
+// --no-headers leaves out the heading line of the table, wide or not, and of
+// -o custom-columns, as kubectl get's does; other formats are as they were.
+func TestNoHeaders(t *testing.T) {
+	l := sampleList{ReportMeta: api.NewReportMeta("SampleList", ""), Items: []sampleItem{{ReportMeta: api.NewReportMeta("Sample", "spoke-1"), Phase: "Running"}}}
+	table := func() Table {
+		return Table{Columns: []Column{{Name: "NAME"}, {Name: "PHASE", Wide: true}}, Rows: [][]string{{"spoke-1", "Running"}}}
+	}
+	for format, want := range map[string]string{
+		"":                                   "spoke-1\n",
+		"wide":                               "spoke-1   Running\n",
+		"custom-columns=N:.metadata.name":    "spoke-1\n",
+		"jsonpath={.items[0].metadata.name}": "spoke-1",
+	} {
+		o := NewOutput()
+		o.NoHeaders = true
+		*o.PrintFlags.OutputFormat = format
+		assert.NilError(t, o.Validate())
+		var buf bytes.Buffer
+		assert.NilError(t, o.Print(&buf, l, table))
+		assert.Equal(t, buf.String(), want, format)
+	}
+}

@@ -114,6 +114,7 @@ func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
 				checkDryRun(t, p, c, line)
 				checkFiles(t, p, c, line)
 				checkChunkSize(t, p, c, line)
+				checkListing(t, p, c, line)
 			})
 		}
 	}
@@ -172,6 +173,24 @@ func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	}
 	assert.Check(t, is.Equal(f.DefValue, "500"))
 	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "--chunk-size must be 0 or more", with(line, "--chunk-size", "-1"))
+}
+
+// checkListing: a command that lists (list, get) takes kubectl get's
+// -A, -l, --chunk-size and --no-headers; a bad selector is a usage error
+// before any request.
+func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	if c.Name() != "list" && c.Name() != "get" {
+		return
+	}
+	for _, name := range []string{"all-namespaces", "selector", "chunk-size", "no-headers"} {
+		assert.Check(t, c.Flags().Lookup(name) != nil, "no --%s", name)
+	}
+	for short, name := range map[string]string{"A": "all-namespaces", "l": "selector"} {
+		if f := c.Flags().ShorthandLookup(short); assert.Check(t, f != nil, "no -%s", short) {
+			assert.Check(t, is.Equal(f.Name, name))
+		}
+	}
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "invalid --selector", with(line, "-l", "env in (prod"))
 }
 
 // checkDryRun: --dry-run is kubectl's, none|client|server, completed as

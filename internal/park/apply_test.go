@@ -215,15 +215,19 @@ func TestStatusUpdatesDoNotRefuseThePatch(t *testing.T) {
 	assert.Equal(t, *parked.Spec.Topology.Workers.MachineDeployments[0].Replicas, int32(0))
 }
 
-// park list reads the clusters in pages of --chunk-size, as kubectl get does.
+// park list reads the clusters in pages of --chunk-size and by -l, as kubectl get does.
 func TestClustersAreListedInChunks(t *testing.T) {
 	p, _ := fakePlatform(t, threePools(), nil)
 	var limits []int64
 	p.Dynamic = limitsRecorder{Interface: p.Dynamic, limits: &limits}
-	cs, err := p.Clusters(context.Background(), "", 2)
+	cs, err := p.Clusters(context.Background(), "", "", 2)
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(cs, 1))
 	assert.DeepEqual(t, limits, []int64{2})
+	// -l reaches the list.
+	cs, err = p.Clusters(context.Background(), "", "env=none", 0)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(cs, 0))
 }
 
 // limitsRecorder records the page size of each namespaced list (the fake

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -142,6 +143,7 @@ type ListOptions struct {
 	Output        *cli.Output
 	AllNamespaces bool
 	Namespace     string
+	Selector      string
 	ChunkSize     int64
 
 	f *cli.Factory
@@ -165,12 +167,17 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			kubectl park list -n dynamo-prod
 
 			# Every cluster on the platform, with who parked them
-			kubectl park list -A -o wide`),
+			kubectl park list -A -o wide
+
+			# The production clusters, names only
+			kubectl park list -A -l env=prod -o name`),
 		Args: cli.NoArgs,
 		RunE: cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
+	o.Output.AddNoHeadersFlag(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the clusters of every namespace.")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the clusters whose labels match this selector (e.g. -l env=prod,tier!=gpu).")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	return cmd
 }
@@ -190,6 +197,9 @@ func (o *ListOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
+	}
 	return o.Output.Validate()
 }
 
@@ -203,7 +213,7 @@ func (o *ListOptions) list(ctx context.Context, p *Platform) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	cs, err := p.Clusters(ctx, ns, o.ChunkSize)
+	cs, err := p.Clusters(ctx, ns, o.Selector, o.ChunkSize)
 	if err != nil {
 		return err
 	}

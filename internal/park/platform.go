@@ -102,14 +102,14 @@ func (p *Platform) ControlPlanePods(ctx context.Context, c *capi.Cluster) ([]cor
 	return pods.Items, nil
 }
 
-// Clusters lists the clusters of the namespace ("" for all) in pages of
-// chunkSize (0: one request).
-func (p *Platform) Clusters(ctx context.Context, namespace string, chunkSize int64) ([]capi.Cluster, error) {
+// Clusters lists the clusters of the namespace ("" for all) that match the
+// label selector, in pages of chunkSize (0: one request).
+func (p *Platform) Clusters(ctx context.Context, namespace, selector string, chunkSize int64) ([]capi.Cluster, error) {
 	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return p.resource(capi.ClusterResource).Namespace(namespace).List(ctx, opts)
 	}
 	var clusters []capi.Cluster
-	err := cli.EachInChunks(ctx, list, chunkSize, metav1.ListOptions{}, func(u *unstructured.Unstructured) error {
+	err := cli.EachInChunks(ctx, list, chunkSize, metav1.ListOptions{LabelSelector: selector}, func(u *unstructured.Unstructured) error {
 		c, err := capi.FromUnstructured[capi.Cluster](u)
 		if err != nil {
 			return err

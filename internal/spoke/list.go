@@ -104,6 +104,7 @@ func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 
 func (o *ListOptions) addFlags(cmd *cobra.Command) {
 	o.Output.AddFlags(cmd)
+	o.Output.AddNoHeadersFlag(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the spokes of every namespace; -n is ignored, as in kubectl get -A.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the spokes whose labels match this selector (e.g. -l env=prod,team!=ml).")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
