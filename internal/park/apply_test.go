@@ -206,11 +206,17 @@ func TestStatusUpdatesDoNotRefuseThePatch(t *testing.T) {
 		assert.NilError(t, dyn.Tracker().Update(clusterGVR, stored, stored.GetNamespace()))
 		return applyJSONPatch(t, dyn, stored, patch)
 	})
+	var managers []string
+	dyn.PrependReactor("patch", capi.ClusterResource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		managers = append(managers, a.(k8stesting.PatchActionImpl).PatchOptions.FieldManager)
+		return false, nil, nil
+	})
 	_, err := applyPlan(context.Background(), p, "app", cli.DryRunNone, nil, func(c *capi.Cluster) (*ParkPlan, error) {
 		return PlanPark(c, parkedAt, "alice")
 	})
 	assert.NilError(t, err)
 	assert.Equal(t, attempts, 1, "one patch")
+	assert.DeepEqual(t, managers, []string{"kubectl-park"})
 	parked := readCluster(t, p)
 	assert.Equal(t, *parked.Spec.Topology.Workers.MachineDeployments[0].Replicas, int32(0))
 }

@@ -29,6 +29,9 @@ import (
 // changed between reading it and patching it.
 const maxAttempts = 5
 
+// FieldManager names kubectl park in the managedFields of what it writes.
+const FieldManager = "kubectl-park"
+
 // Platform reads and writes Cluster API objects in one namespace of the
 // platform cluster, at the version the server serves.
 type Platform struct {
@@ -202,7 +205,7 @@ func (p *Platform) patchCluster(ctx context.Context, name string, patch Patch, d
 		return err
 	}
 	_, err = p.resource(capi.ClusterResource).Namespace(p.Namespace).Patch(ctx, name, types.JSONPatchType, data,
-		metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun), FieldManager: "kubectl-park"})
+		metav1.PatchOptions{DryRun: cli.DryRunOption(dryRun), FieldManager: FieldManager})
 	return err
 }
 
