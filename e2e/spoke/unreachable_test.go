@@ -131,6 +131,11 @@ func TestForceRemoveUnreachableSpoke(t *testing.T) {
 		waitAvailable(t, back...)
 	})
 	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
+	// The FleetConfig controller marks the Spoke Unhealthy on its next
+	// reconcile after the ManagedCluster turned unavailable.
+	w, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "-n", releaseNamespace, "spokes.fleetconfig.open-cluster-management.io/doomed", "--for=jsonpath={.status.phase}=Unhealthy", "--timeout=2m")
+	assert.NilError(t, err)
+	assert.Equal(t, w.ExitCode, 0, w)
 
 	r = spoke(t, "list", "-o", "wide")
 	assert.Check(t, is.Regexp(`(?m)^doomed\s+Unhealthy\s+True\s+False\s+.*cluster.open-cluster-management.io/unavailable:NoSelect`, r.Stdout), r)
