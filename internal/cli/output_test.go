@@ -169,14 +169,10 @@ func TestNamePrintsTheObjectsAReportIsAbout(t *testing.T) {
 // --no-headers leaves out the heading line of the table, wide or not, and of
 // -o custom-columns, as kubectl get's does; other formats are as they were.
 func TestNoHeaders(t *testing.T) {
-	l := sampleList{ReportMeta: api.NewReportMeta("SampleList", ""), Items: []sampleItem{{ReportMeta: api.NewReportMeta("Sample", "spoke-1"), Phase: "Running"}}}
-	table := func() Table {
-		return Table{Columns: []Column{{Name: "NAME"}, {Name: "PHASE", Wide: true}}, Rows: [][]string{{"spoke-1", "Running"}}}
-	}
 	for format, want := range map[string]string{
-		"":                                   "spoke-1\n",
-		"wide":                               "spoke-1   Running\n",
-		"custom-columns=N:.metadata.name":    "spoke-1\n",
+		"":                                   "spoke-1   Running\nspoke-2   <none>\n",
+		"wide":                               "spoke-1   Running   hub\nspoke-2   <none>    hub\n",
+		"custom-columns=N:.metadata.name":    "spoke-1\nspoke-2\n",
 		"jsonpath={.items[0].metadata.name}": "spoke-1",
 	} {
 		o := NewOutput()
@@ -184,6 +180,7 @@ func TestNoHeaders(t *testing.T) {
 		*o.PrintFlags.OutputFormat = format
 		assert.NilError(t, o.Validate())
 		var buf bytes.Buffer
+		l, table := sample()
 		assert.NilError(t, o.Print(&buf, l, table))
 		assert.Equal(t, buf.String(), want, format)
 	}
