@@ -31,7 +31,8 @@ type Column struct {
 }
 
 // Output is the -o flag of a command: the table (default and wide) plus every
-// cli-runtime printer (json, yaml, name, jsonpath, go-template, custom-columns).
+// cli-runtime printer but the Go templates (json, yaml, name, jsonpath), and
+// kubectl's custom-columns.
 type Output struct {
 	PrintFlags *genericclioptions.PrintFlags
 	// only, when set, restricts -o to these formats (plus the table).
