@@ -58,17 +58,21 @@ func clusterMachines(t *testing.T, ns, name string) []unstructured.Unstructured 
 	return l.Items
 }
 
-// runningWorkers counts the cluster's Running worker Machines: those a
-// MachineSet owns, as Cluster API makes them.
-func runningWorkers(t *testing.T, ns, name string) int {
-	n := 0
+// runningWorkerMachines lists the cluster's Running worker Machines: those a
+// MachineSet owns, as Cluster API makes them, and not being deleted.
+func runningWorkerMachines(t *testing.T, ns, name string) []unstructured.Unstructured {
+	var running []unstructured.Unstructured
 	for _, m := range clusterMachines(t, ns, name) {
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		if phase == capiapi.MachinePhaseRunning && m.GetDeletionTimestamp() == nil && ownedBy(m, "MachineSet") {
-			n++
+			running = append(running, m)
 		}
 	}
-	return n
+	return running
+}
+
+func runningWorkers(t *testing.T, ns, name string) int {
+	return len(runningWorkerMachines(t, ns, name))
 }
 
 func ownedBy(m unstructured.Unstructured, kind string) bool {

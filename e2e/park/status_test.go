@@ -33,16 +33,26 @@ func replacements(t *testing.T, ns, prefix string) int {
 	return n
 }
 
+// soleWorker names the cluster's one running worker Machine and its Node,
+// from a single listing: between two listings the health check may have
+// begun deleting the machine the first one counted.
+func soleWorker(t *testing.T, ns, cluster string) (machine, node string, ok bool) {
+	running := runningWorkerMachines(t, ns, cluster)
+	if len(running) != 1 {
+		return "", "", false
+	}
+	node, _, _ = unstructured.NestedString(running[0].Object, "status", "nodeRef", "name")
+	return running[0].GetName(), node, node != ""
+}
+
 // workerNode names the Node of the cluster's one running worker Machine.
 func workerNode(t *testing.T, ns, cluster string) (machine, node string) {
 	t.Helper()
-	for _, m := range clusterMachines(t, ns, cluster) {
-		if n, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name"); n != "" && ownedBy(m, "MachineSet") && m.GetDeletionTimestamp() == nil {
-			return m.GetName(), n
-		}
+	machine, node, ok := soleWorker(t, ns, cluster)
+	if !ok {
+		t.Fatalf("cluster %s has not exactly one running worker with a node", cluster)
 	}
-	t.Fatalf("cluster %s has no worker with a node", cluster)
-	return "", ""
+	return machine, node
 }
 
 func TestStatusFromTheRealHealthCheck(t *testing.T) {
@@ -69,11 +79,11 @@ healthCheck:
 	// Cluster API's MachineHealthCheck marks the machine, its MachineSet
 	// replaces it.
 	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
-		if replacements(t, namespace, "flaky-md-0-") == 0 || runningWorkers(t, namespace, "flaky") != 1 {
+		if replacements(t, namespace, "flaky-md-0-") == 0 {
 			return false, nil
 		}
-		m, _ := workerNode(t, namespace, "flaky")
-		return m != broken, nil
+		m, _, ok := soleWorker(t, namespace, "flaky")
+		return ok && m != broken, nil
 	})
 	assert.NilError(t, err, "the health check replaces the broken machine")
 	var mhcs *unstructured.UnstructuredList
