@@ -77,15 +77,23 @@ healthCheck:
 	assert.Equal(t, r.ExitCode, 0, r)
 
 	// Cluster API's MachineHealthCheck marks the machine, its MachineSet
-	// replaces it.
+	// replaces it, and the Machine controller deletes the broken one with its
+	// node (park status must then count no NotReady node).
 	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
 		if replacements(t, namespace, "flaky-md-0-") == 0 {
 			return false, nil
 		}
-		m, _, ok := soleWorker(t, namespace, "flaky")
-		return ok && m != broken, nil
+		if m, _, ok := soleWorker(t, namespace, "flaky"); !ok || m == broken {
+			return false, nil
+		}
+		for _, m := range clusterMachines(t, namespace, "flaky") {
+			if m.GetName() == broken {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
-	assert.NilError(t, err, "the health check replaces the broken machine")
+	assert.NilError(t, err, "the health check replaces the broken machine, which goes with its node")
 	var mhcs *unstructured.UnstructuredList
 	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		mhcs, err = platform.Dynamic.Resource(capiapi.GVR("v1beta2", capiapi.MachineHealthCheckResource)).Namespace(namespace).List(ctx(t), metav1.ListOptions{})
