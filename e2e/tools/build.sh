@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
 # kwokctl, controller-gen, krew, Open Cluster Management, the Cluster API
-# managers) and GoReleaser, which `make dist` runs, from the modules pinned in
-# the tools modules beside this script, all through the Go module proxy. Each
+# managers), GoReleaser, which `make dist` runs, and golangci-lint, which
+# `make lint` runs, from the modules pinned in the tools modules beside this
+# script, all through the Go module proxy. Each
 # module's binaries are cached under a directory keyed by the hash of its
 # go.mod, go.sum and Go files, so a change rebuilds only that module and a warm
 # run takes seconds.
@@ -44,18 +45,22 @@ build() {
   exec {lock}>&-
 }
 
-kube_version=$(cd "$here/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
-kube_minor=$(echo "$kube_version" | cut -d. -f2)
-# Stamp the release into the Kubernetes binaries: kwokctl and kubectl read it.
-kube_ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  kube_ldflags+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$kube_minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-done
-LDFLAGS=$kube_ldflags build kubernetes \
-  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
-  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
-  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
-  kubectl=k8s.io/kubernetes/cmd/kubectl
+# Asking the kubernetes module for its version resolves its module graph: only
+# when that module is wanted (`make lint` builds just controller-gen and golangci-lint).
+if [[ $only == "  " || $only == *" kubernetes "* ]]; then
+  kube_version=$(cd "$here/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
+  kube_minor=$(echo "$kube_version" | cut -d. -f2)
+  # Stamp the release into the Kubernetes binaries: kwokctl and kubectl read it.
+  kube_ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube_ldflags+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$kube_minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  LDFLAGS=$kube_ldflags build kubernetes \
+    kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+    kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+    kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+    kubectl=k8s.io/kubernetes/cmd/kubectl
+fi
 build etcd etcd=go.etcd.io/etcd/server/v3
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build controller-gen controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -70,4 +75,5 @@ build cluster-api \
   capi-kubeadm-control-plane=sigs.k8s.io/cluster-api/controlplane/kubeadm \
   capi-docker=sigs.k8s.io/cluster-api/test/infrastructure/docker
 build goreleaser goreleaser=github.com/goreleaser/goreleaser/v2
+build golangci-lint golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 echo "e2e-tools: ready in $bin"
