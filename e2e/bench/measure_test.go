@@ -138,7 +138,7 @@ func fileSize(b *testing.B, path string) float64 {
 func archiveSize(b *testing.B, path string) float64 {
 	f, err := os.Open(path)
 	assert.NilError(b, err)
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only: closing loses nothing
 	fi, err := f.Stat()
 	assert.NilError(b, err)
 	var buf bytes.Buffer

@@ -271,7 +271,7 @@ func runContext(ctx context.Context, cmd *exec.Cmd) error {
 		return err
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
-		<-done
+		<-done //nolint:errcheck // killed: Wait can only say so
 		return ctx.Err()
 	}
 }

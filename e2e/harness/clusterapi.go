@@ -238,7 +238,7 @@ func (a *ClusterAPI) waitReady(ctx context.Context, i int) error {
 		if err != nil {
 			return false, err
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // the status is all that is read
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {

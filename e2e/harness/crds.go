@@ -185,7 +185,7 @@ func readYAMLObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only: closing loses nothing
 	objs, err := decodeYAMLObjects(f)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

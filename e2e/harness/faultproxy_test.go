@@ -65,7 +65,7 @@ func TestFaultProxy(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
+		defer resp.Body.Close() //nolint:errcheck // the status is all that is read
 		return resp.StatusCode, nil
 	}
 
@@ -95,6 +95,7 @@ func TestFaultProxy(t *testing.T) {
 	_, err = do("DELETE", "/api/v1/namespaces/a")
 	assert.Assert(t, err != nil)
 	assert.Equal(t, reached.Load(), int32(5))
+	assert.Equal(t, p.Fired(f), 1)
 
 	// A stall holds the request until the client gives up.
 	p.Clear()

@@ -66,7 +66,7 @@ func (e *Env) StartProcess(name string, env []string, program string, args ...st
 		p.mu.Unlock()
 		close(p.done)
 		if !stopping {
-			e.Fail(fmt.Errorf("%s exited unexpectedly (%v); the end of %s:\n%s", name, err, p.Log, p.Tail(20)))
+			e.Fail(fmt.Errorf("%s exited unexpectedly (%w); the end of %s:\n%s", name, err, p.Log, p.Tail(20)))
 		}
 	}()
 	return p, nil
@@ -152,7 +152,7 @@ func waitFor(ctx context.Context, what string, cond func(context.Context) (bool,
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-time.After(200 * time.Millisecond):

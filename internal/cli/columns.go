@@ -66,11 +66,11 @@ func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 }
 
 func readColumnsFile(path string) (headers, specs []string, err error) {
-	f, err := os.Open(path)
+	f, err := os.Open(path) //nolint:gosec // the file the user named in -o custom-columns-file
 	if err != nil {
-		return nil, nil, fmt.Errorf("error reading template %s, %v", path, err)
+		return nil, nil, fmt.Errorf("error reading template %s, %w", path, err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only: closing loses nothing
 	sc := bufio.NewScanner(f)
 	const format = "Expected format is one line of space separated headers, one line of space separated column specs."
 	if !sc.Scan() {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -61,7 +60,7 @@ func GetDryRun(cmd *cobra.Command) (DryRun, error) {
 	case "none":
 		return DryRunNone, nil
 	}
-	return DryRunNone, UsageErrorf("%v", fmt.Errorf(`Invalid dry-run value (%v). Must be "none", "server", or "client".`, value))
+	return DryRunNone, UsageErrorf(`Invalid dry-run value (%v). Must be "none", "server", or "client".`, value)
 }
 
 // DryRunOption is the metav1 DryRun field for a write under strategy s.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,7 +73,7 @@ func TestWaitForInterruptedIsNotATimeout(t *testing.T) {
 func TestConfirmStopsOnInterrupt(t *testing.T) {
 	r, w, err := os.Pipe()
 	assert.NilError(t, err)
-	defer w.Close()
+	defer w.Close() //nolint:errcheck // the pipe is only there to never answer
 	streams, _, _, _ := genericiooptions.NewTestIOStreams()
 	streams.In = r
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -90,9 +91,9 @@ func TestSecondSignalKills(t *testing.T) {
 		streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 		root := testRoot(t, streams)
 		root.AddCommand(&cobra.Command{Use: "hang", RunE: func(cmd *cobra.Command, _ []string) error {
-			os.Stdout.WriteString("ready\n")
+			fmt.Fprintln(os.Stdout, "ready")
 			<-cmd.Context().Done()
-			os.Stdout.WriteString("cancelled\n")
+			fmt.Fprintln(os.Stdout, "cancelled")
 			time.Sleep(time.Hour) // ignores the cancellation, as a hung call would
 			return nil
 		}})
@@ -184,7 +185,7 @@ func TestNoRequestLeavesAfterTheRunEnded(t *testing.T) {
 	transport := &runBoundTransport{next: next, run: func() context.Context { return run }}
 	req, err := http.NewRequest(http.MethodDelete, "https://hub.example/api/v1/namespaces/x", nil)
 	assert.NilError(t, err)
-	_, err = transport.RoundTrip(req)
+	_, err = transport.RoundTrip(req) //nolint:bodyclose // refused before sending: there is no response
 	assert.ErrorContains(t, err, "interrupted by SIGTERM")
 	assert.Equal(t, sent, 0, "the request was sent after the run ended")
 }

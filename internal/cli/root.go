@@ -261,7 +261,7 @@ func standardErrorMessage(err error) (msg string, ok bool) {
 	if apierrors.IsUnexpectedObjectError(err) {
 		return fmt.Sprintf("Server returned an unexpected response: %s", err.Error()), true
 	}
-	if t, isURL := err.(*url.Error); isURL {
+	if t, isURL := err.(*url.Error); isURL { //nolint:errorlint // only a bare error: a wrapped one keeps its own words
 		if strings.Contains(t.Err.Error(), "connection refused") {
 			host := t.URL
 			if server, err := url.Parse(t.URL); err == nil {

@@ -26,10 +26,10 @@ func (plainListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 func listWatch(initial ...corev1.ConfigMap) (cache.ListerWatcher, *watch.FakeWatcher) {
 	w := watch.NewFakeWithChanSize(10, false)
 	return plainListWatch{&cache.ListWatch{
-		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 			return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: initial}, nil
 		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return w, nil },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
 	}}, w
 }
 

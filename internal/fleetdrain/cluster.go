@@ -80,13 +80,11 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 		return err
 	}
 	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
-	clusters := map[string]*ocm.ManagedCluster{}
 	for _, name := range o.Clusters {
 		mc, err := getManagedCluster(ctx, o.dynamic, name)
 		if err != nil {
 			return err
 		}
-		clusters[name] = mc
 		plan, err := o.plan(ctx, mc)
 		if err != nil {
 			return err

@@ -87,7 +87,6 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 			c.Namespace, c.Name, strings.Join(plan.NotRecorded, ", "), c.Name, c.Namespace)
 	}
 	if hasRecord {
-		raw = c.Annotations[RecordAnnotation]
 		patch.test(api.AnnotationPath(RecordAnnotation), raw)
 		patch.remove(api.AnnotationPath(RecordAnnotation))
 	}
@@ -332,8 +331,9 @@ func (o *ResumeOptions) desiredWorkers(ctx context.Context, p *Platform) (int, e
 		case p.Replicas != nil:
 			n += int(*p.Replicas)
 		default:
+			// A missing or unreadable min size counts as no worker to wait for.
 			var min int
-			fmt.Sscan(p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation], &min)
+			_, _ = fmt.Sscan(p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation], &min)
 			n += min
 		}
 	}

@@ -58,7 +58,7 @@ func (f *File) Write(data []byte) error {
 	keep := false
 	defer func() {
 		if !keep {
-			os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name()) // best effort: the write already failed, and that error is returned
 		}
 	}()
 	err = writeLike(tmp, data, f.info)
@@ -99,7 +99,7 @@ func writeLike(tmp *os.File, data []byte, like os.FileInfo) error {
 
 // unchanged says whether the file at path still holds want.
 func unchanged(path string, want []byte) error {
-	now, err := os.ReadFile(path)
+	now, err := os.ReadFile(path) //nolint:gosec // the values file the user named
 	if err != nil {
 		return fmt.Errorf("re-reading it before replacing it: %w", err)
 	}

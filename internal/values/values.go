@@ -440,15 +440,6 @@ func dropKeys(m *yaml.Node, keys []string) {
 	m.Content = kept
 }
 
-func hasKey(m *yaml.Node, key string) bool {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return true
-		}
-	}
-	return false
-}
-
 func setKey(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
@@ -517,7 +508,7 @@ func decodeEdit(before, after []byte, kind Kind) (b, a []any, err error) {
 		return nil, nil, err
 	}
 	if a, err = decodeAll(after); err != nil {
-		return nil, nil, fmt.Errorf("the edit would make the file invalid YAML (%v); nothing was written: edit %s by hand", err, kind.ListPath())
+		return nil, nil, fmt.Errorf("the edit would make the file invalid YAML (%w); nothing was written: edit %s by hand", err, kind.ListPath())
 	}
 	return b, a, nil
 }
