@@ -10,6 +10,10 @@ TOOLS_BIN    := $(CACHE)/tools/bin
 E2E_WORKDIR  ?= /tmp/spokekit-e2e
 DEMO_WORKDIR ?= $(CACHE)/demo
 BENCH        ?= .
+# make e2e PKG=spoke RUN=TestName: one package (or several, space separated) of
+# e2e/, and only the tests matching RUN; all of them by default.
+PKG          ?=
+RUN          ?=
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
 # make dist: GoReleaser with this config writes into $(OUT)/dist; PLATFORMS (e.g. linux/amd64)
 # builds fewer than the config's six platforms.
@@ -42,11 +46,23 @@ DIST_TARGETS := $(subst $() ,$(comma) ,$(strip $(subst /,_,$(PLATFORMS))))
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
+E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/...)
+
+# $(call e2e_run,COMMAND) runs COMMAND with a work directory of its own under
+# E2E_WORKDIR and, at its end, kills what a killed test left running there:
+# only there, never another checkout's or another make's run. The pattern is
+# expanded by the shell, so it cannot match the shell's own command line.
+define e2e_run
+@mkdir -p $(E2E_WORKDIR)
+dir=$$(mktemp -d $(E2E_WORKDIR)/make-XXXXXX) || exit; \
+	  $(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$$dir $(1); \
+	  rc=$$?; pkill -f "$$dir/run-[0-9]" 2>/dev/null; rmdir $$dir 2>/dev/null; exit $$rc
+endef
 
 .PHONY: help build install dist test test-unit e2e e2e-tools generate verify-generate lint demo demo-up demo-down bench clean
 
 help: ## Show the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build the three plugins (and their completion scripts) into _output/bin
 	@mkdir -p $(BIN)
@@ -66,29 +82,31 @@ dist: ## Release archives, checksums and krew manifests with GoReleaser: a snaps
 
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
 
-test-unit: ## Unit tests (no cluster needed)
-	go test ./...
+test-unit: ## Unit tests with the race detector (no cluster needed)
+	CGO_ENABLED=1 go test -race ./...
 
 e2e-tools: ## Build the pinned control-plane, kubectl, kwok, controller-gen, krew and OCM binaries (cached by version)
 	e2e/tools/build.sh $(TOOLS_BIN)
 
-e2e: build e2e-tools ## End-to-end tests: the built plugins through kubectl against kwokctl clusters
-	@mkdir -p $(E2E_WORKDIR)
-	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) go test -tags e2e -count=1 -p 2 -timeout 45m ./e2e/... ; \
-	  rc=$$?; pkill -f '$(E2E_WORKDIR)/run-[0-9]' 2>/dev/null; exit $$rc # the pattern cannot match this shell
+e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
+	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 45m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
 
-generate: e2e-tools ## Regenerate the Spoke and Hub CRDs from internal/api
+generate: ## Regenerate the Spoke and Hub CRDs from internal/api
+	e2e/tools/build.sh $(TOOLS_BIN) controller-gen
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=internal/api/crds
 
-verify-generate: e2e-tools ## Fail when the CRDs in internal/api/crds are not what internal/api generates
+verify-generate: ## Fail when the CRDs in internal/api/crds are not what internal/api generates
+	e2e/tools/build.sh $(TOOLS_BIN) controller-gen
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=$$tmp && \
 	diff -ru internal/api/crds $$tmp || { echo "internal/api/crds is behind internal/api: run make generate"; exit 1; }
 
-lint: verify-generate ## gofmt, go vet (including the e2e build tag) and generated CRDs up to date
+# Builds only controller-gen and golangci-lint, never the e2e tools: a fresh
+# clone lints in minutes.
+lint: verify-generate ## Generated CRDs up to date, gofmt, and golangci-lint (.golangci.yml, go vet included) over every file, e2e ones too
+	e2e/tools/build.sh $(TOOLS_BIN) golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	go vet ./...
-	go vet -tags e2e ./e2e/...
+	$(TOOLS_BIN)/golangci-lint run ./...
 
 demo: build e2e-tools ## Bring up hub, spokes and a platform cluster, run the plugins on them, tear down
 	$(E2E_ENV) go run ./e2e/demo run
@@ -100,10 +118,7 @@ demo-down: e2e-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
 bench: build e2e-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json (BENCH=regexp picks benchmarks)
-	@mkdir -p $(E2E_WORKDIR)
-	$(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$(E2E_WORKDIR) SPOKEKIT_BENCH_OUT=$(OUT)/bench.json \
-	  go test -tags e2e -count=1 -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m ./e2e/bench/ ; \
-	  rc=$$?; pkill -f '$(E2E_WORKDIR)/run-[0-9]' 2>/dev/null; exit $$rc # the pattern cannot match this shell
+	$(call e2e_run,SPOKEKIT_BENCH_OUT=$(OUT)/bench.json go test -tags e2e -count=1 -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m ./e2e/bench/)
 
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
 	rm -rf $(OUT)
