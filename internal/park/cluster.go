@@ -91,6 +91,9 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 	case existing != nil && value != raw:
 		patch.replace(api.AnnotationPath(RecordAnnotation), raw, value)
 	case existing != nil:
+		// The patch parks pools on the strength of this record: its removal
+		// since the read (no generation change) must fail the patch too.
+		patch.test(api.AnnotationPath(RecordAnnotation), raw)
 	case c.Annotations == nil:
 		patch.test("/metadata/annotations", api.Absent)
 		patch.add("/metadata/annotations", map[string]string{RecordAnnotation: value})
