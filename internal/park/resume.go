@@ -3,6 +3,7 @@ package park
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,6 +202,9 @@ func (o *ResumeOptions) Validate() error {
 	if o.replicasSet && o.Replicas < 1 {
 		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
 	}
+	if o.replicasSet && o.Replicas > MaxPoolReplicas {
+		return cli.UsageErrorf("--replicas must be at most %d per pool, got %d", MaxPoolReplicas, o.Replicas)
+	}
 	return nil
 }
 
@@ -326,16 +330,25 @@ func (o *ResumeOptions) desiredWorkers(ctx context.Context, p *Platform) (int, e
 	if err != nil {
 		return 0, err
 	}
+	return desiredOf(pools)
+}
+
+// desiredOf adds up the workers the pools ask for. A pool left to the
+// autoscaler without a readable minimum is an error: counted as zero, the
+// wait would end before any worker is back and say they all are.
+func desiredOf(pools []pool) (int, error) {
 	n := 0
 	for _, p := range pools {
-		switch {
-		case p.Replicas != nil:
+		if p.Replicas != nil {
 			n += int(*p.Replicas)
-		default:
-			var min int
-			fmt.Sscan(p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation], &min)
-			n += min
+			continue
 		}
+		raw, ok := p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation]
+		min, err := strconv.Atoi(raw)
+		if !ok || err != nil || min < 0 {
+			return 0, fmt.Errorf("cannot tell how many workers pool %s asks for: it has no replicas and its %s annotation is %q, not a count", p.Name, capi.AutoscalerMinSizeAnnotation, truncate(raw))
+		}
+		n += min
 	}
 	return n, nil
 }
