@@ -191,7 +191,9 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 		before = ms
 	}
 	by := p.WhoAmI(ctx)
+	var owners []string
 	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
+		owners = ReplicasOwners(c)
 		class, err := p.clusterClass(ctx, c)
 		if err != nil {
 			return nil, err
@@ -206,6 +208,9 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	}
 	plan.DryRun = cli.DryRunName(o.DryRun)
 	o.done(len(plan.Changes) > 0, "is already parked", fmt.Sprintf("parked: %d pool(s) set to 0 replicas", len(plan.Changes)))
+	if w := gitOpsWarning(owners, "un-park the cluster"); w != "" {
+		fmt.Fprintln(o.Streams.ErrOut, w)
+	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitParked(ctx, p); waitErr == nil {

@@ -228,7 +228,9 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 			return err
 		}
 	}
+	var owners []string
 	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
+		owners = ReplicasOwners(c)
 		return PlanResume(c, replicas)
 	})
 	if err != nil {
@@ -236,6 +238,9 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 	}
 	plan.DryRun = cli.DryRunName(o.DryRun)
 	o.done(len(plan.Patch) > 0, "is not parked", fmt.Sprintf("resumed: %d pool(s) restored", len(plan.Changes)))
+	if w := gitOpsWarning(owners, "park the cluster again, or change the counts restored"); w != "" {
+		fmt.Fprintln(o.Streams.ErrOut, w)
+	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitWorkersBack(ctx, p); waitErr != nil {

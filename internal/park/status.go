@@ -40,6 +40,9 @@ type PlatformView struct {
 	HealthChecks     []HealthCheck   `json:"healthChecks"`
 	ControlPlanePods []string        `json:"controlPlanePods"`
 	Window           metav1.Duration `json:"window"`
+	// ReplicasOwners are who, besides park, set the worker replicas (a
+	// GitOps tool): they may un-park a parked cluster by themselves.
+	ReplicasOwners []string `json:"replicasOwners,omitempty"`
 }
 
 // PoolHealth is one worker pool's machines.
@@ -98,7 +101,8 @@ type PlatformObjects struct {
 // matched to its pool by name, since Cluster API names machines after
 // their MachineDeployment (or MachinePool).
 func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) PlatformView {
-	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window}}
+	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window},
+		ReplicasOwners: ReplicasOwners(o.Cluster)}
 	owner := map[string]int{}
 	add := func(kind string, meta metav1.ObjectMeta, topologyLabel string, spec *int32, st capi.MachineSetStatus) {
 		name := meta.Name
@@ -388,6 +392,9 @@ func (r StatusReport) write(w io.Writer) {
 		fmt.Fprintln(w, "  MachineHealthCheck: none (unhealthy workers are not replaced automatically)")
 	}
 	fmt.Fprintf(w, "  Control-plane pods: %s\n", orDash(strings.Join(pv.ControlPlanePods, ", ")))
+	if len(pv.ReplicasOwners) > 0 {
+		fmt.Fprintf(w, "  ! Worker replicas also set by: %s. It may un-park this cluster (or park it again) by itself; park and resume through it\n", strings.Join(pv.ReplicasOwners, "; "))
+	}
 	for _, p := range pv.Pools {
 		if p.Replaced >= ReplacedThreshold {
 			fmt.Fprintf(w, "  ! %s had %d machines replaced in %s: the health check is doing its job, but the cause is not visible from here; report it to your platform team\n", p.Name, p.Replaced, pv.Window.Duration)
