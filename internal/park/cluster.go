@@ -213,8 +213,9 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitParked(ctx, p); waitErr == nil {
-			plan.Survivors = o.survivors(ctx, p, before)
+		deadline := cli.NewDeadline(o.Timeout)
+		if waitErr = o.waitParked(ctx, p, deadline); waitErr == nil {
+			plan.Survivors = o.survivors(ctx, p, before, deadline.Left())
 		} else {
 			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
@@ -228,10 +229,10 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 // waitParked follows the worker Machines until they are gone, naming those
 // whose drain a PodDisruptionBudget holds up, and then the Cluster until its
 // own status no longer counts workers, so that park list agrees the cluster
-// is parked. Both waits share the one --timeout.
-func (o *ParkOptions) waitParked(ctx context.Context, p *Platform) error {
-	deadline := cli.NewDeadline(o.Timeout)
-	err := cli.WaitFor(ctx, "worker machines of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+// is parked. Both waits, and the survivors' reads after them, share the one
+// --timeout (deadline).
+func (o *ParkOptions) waitParked(ctx context.Context, p *Platform, deadline cli.Deadline) error {
+	err := cli.WaitFor(ctx, "worker machines of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {

@@ -287,17 +287,20 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error 
 // the machines are back, but whether their nodes are Ready is not known.
 func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names []string, timeout time.Duration) error {
 	kube, _, err := p.ClusterClient(ctx, o.Name, "")
+	rctx, cancel := p.clusterContext(ctx, timeout)
+	defer cancel()
 	if err == nil {
-		// One read first: a watch would retry an unreachable server until
-		// the timeout, and say less.
-		_, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		// One read first, bounded: a watch would retry an unreachable
+		// server until the timeout, and say less; a stalled one would hold
+		// the run past --timeout.
+		_, err = kube.CoreV1().Nodes().List(rctx, metav1.ListOptions{Limit: 1})
 	}
 	if cli.IsRefused(err) {
-		return err
+		return scrubbed(err)
 	}
 	if err != nil {
 		o.progress.Done("nodes of %s: not checked", o.Name)
-		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %w; run the same command again to check", len(names), err))
+		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %s; run the same command again to check", len(names), notChecked(ctx, err)))
 	}
 	want := sets.New(names...)
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())

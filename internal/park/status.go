@@ -328,36 +328,46 @@ func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 }
 
 // clusterView reads the cluster's own view. A kubeconfig secret the loader
-// refuses is shown in the view and returned, so status exits 3.
+// refuses is shown in the view and returned, so status exits 3. Each
+// request is bounded (clusterContext): a stalled cluster is "not checked".
 func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterView, error) {
 	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if cli.IsRefused(err) {
-		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, err
+		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, scrubbed(err)
 	}
 	if err != nil {
-		msg := err.Error()
+		msg := scrubbed(err).Error()
 		if o.ClusterKubeconfig == "" {
 			msg += "; pass --cluster-kubeconfig FILE"
 		}
 		return ClusterView{Source: source, Error: msg}, nil
 	}
-	fail := func(what string, err error) ClusterView {
-		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}
-	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var nodes *corev1.NodeList
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		nodes, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
-		return fail("nodes", err), nil
+		return ClusterView{Source: source, Error: "listing nodes with the kubeconfig from " + source + ": " + notChecked(ctx, err)}, nil
 	}
 	unavailable := map[string]string{}
-	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
+	pods := &corev1.PodList{}
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		pods, err = kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
+		return err
+	})
 	if err != nil {
 		pods = &corev1.PodList{}
-		unavailable[partPods] = err.Error()
+		unavailable[partPods] = notChecked(ctx, err)
 	}
-	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	csrs := &certv1.CertificateSigningRequestList{}
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		csrs, err = kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
 		csrs = &certv1.CertificateSigningRequestList{}
-		unavailable[partCSRs] = err.Error()
+		unavailable[partCSRs] = notChecked(ctx, err)
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
 	v.Source = source
@@ -365,6 +375,14 @@ func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterVi
 		v.Unavailable = unavailable
 	}
 	return v, nil
+}
+
+// bounded runs one request to the workload cluster within the per-request
+// timeout (status has no --timeout of its own).
+func bounded(ctx context.Context, p *Platform, request func(context.Context) error) error {
+	rctx, cancel := p.clusterContext(ctx, 0)
+	defer cancel()
+	return request(rctx)
 }
 
 func (r StatusReport) write(w io.Writer) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,7 +62,10 @@ func summarizeClaims(pvcs []corev1.PersistentVolumeClaim) ([]ClaimSummary, strin
 	return out, total.String()
 }
 
-func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.Machine) *Survivors {
+// survivors reads what parking kept; its reads of the workload cluster
+// share what is left of --timeout (left; 0: no limit), each also bounded
+// on its own (clusterContext).
+func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.Machine, left time.Duration) *Survivors {
 	s := &Survivors{ControlPlanePods: []string{}, PersistentVolumeClaims: []ClaimSummary{}, Storage: "0", RemovedMachines: []string{}}
 	for _, m := range before {
 		if isWorker(m.OwnerReferences) {
@@ -81,19 +85,21 @@ func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.
 	}
 	kube, source, err := p.ClusterClient(ctx, o.Name, "")
 	if err != nil {
-		s.Unread = err.Error()
+		s.Unread = scrubbed(err).Error()
 		return s
 	}
-	pvcs, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	rctx, cancel := p.clusterContext(ctx, left)
+	defer cancel()
+	pvcs, err := kube.CoreV1().PersistentVolumeClaims("").List(rctx, metav1.ListOptions{})
 	if err != nil {
-		s.Unread = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %v", source, err)
+		s.Unread = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %s", source, notChecked(ctx, err))
 		return s
 	}
 	s.PersistentVolumeClaims, s.Storage = summarizeClaims(pvcs.Items)
-	if d, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{}); err == nil {
+	if d, err := kube.AppsV1().Deployments("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(d.Items)
 	}
-	if st, err := kube.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
+	if st, err := kube.AppsV1().StatefulSets("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(st.Items)
 	}
 	return s
