@@ -21,6 +21,8 @@ type Survivors struct {
 	ControlPlanePods []string `json:"controlPlanePods"`
 	// Workloads counts the Deployments and StatefulSets still in the cluster.
 	Workloads int `json:"workloads"`
+	// WorkloadsUncounted says why Workloads is not the whole count.
+	WorkloadsUncounted string `json:"workloadsUncounted,omitempty"`
 	// PersistentVolumeClaims keep their volumes, and the storage quota they use.
 	PersistentVolumeClaims []ClaimSummary `json:"persistentVolumeClaims"`
 	Storage                string         `json:"storage"`
@@ -96,12 +98,19 @@ func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.
 		return s
 	}
 	s.PersistentVolumeClaims, s.Storage = summarizeClaims(pvcs.Items)
+	var uncounted []string
 	if d, err := kube.AppsV1().Deployments("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(d.Items)
+	} else {
+		uncounted = append(uncounted, "Deployments: "+notChecked(ctx, err))
 	}
 	if st, err := kube.AppsV1().StatefulSets("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(st.Items)
+	} else {
+		uncounted = append(uncounted, "StatefulSets: "+notChecked(ctx, err))
 	}
+	// A list that failed is said, never counted as none.
+	s.WorkloadsUncounted = strings.Join(uncounted, "; ")
 	return s
 }
 
@@ -112,6 +121,9 @@ func (s *Survivors) write(w io.Writer) {
 		fmt.Fprintf(w, "  the cluster's own objects could not be read: %s\n", s.Unread)
 	} else {
 		fmt.Fprintf(w, "  every API object: %d Deployment(s)/StatefulSet(s) kept, at zero available replicas until resume\n", s.Workloads)
+		if s.WorkloadsUncounted != "" {
+			fmt.Fprintf(w, "    (not counted: %s)\n", s.WorkloadsUncounted)
+		}
 		fmt.Fprintf(w, "  %d PersistentVolumeClaim(s) and their volumes, %s of storage still held and counted against quota\n", len(s.PersistentVolumeClaims), s.Storage)
 		for _, c := range s.PersistentVolumeClaims {
 			fmt.Fprintf(w, "    %s/%s %s %s\n", c.Namespace, c.Name, c.Storage, c.Phase)

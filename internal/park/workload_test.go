@@ -133,3 +133,30 @@ func TestWorkloadErrorsAreScrubbed(t *testing.T) {
 	refused := scrubbed(cli.Refusedf("http://s3cr3t@x"))
 	assert.Equal(t, cli.ExitCode(refused), cli.ExitRefused, "the exit code is kept")
 }
+
+// After park --wait, a workload list the cluster refuses is said, never
+// counted as none (it read "0 Deployment(s)/StatefulSet(s) kept").
+func TestSurvivorsSayWhatWasNotCounted(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "persistentvolumeclaims") {
+			fmt.Fprint(w, `{"kind":"PersistentVolumeClaimList","apiVersion":"v1","items":[]}`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"forbidden"}`)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	p, _ := fakePlatform(t, threePools(), nil)
+	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
+		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	o := &ParkOptions{changeOptions: changeOptions{Name: "app", Namespace: "dynamo-prod"}}
+	s := o.survivors(context.Background(), p, nil, 0)
+	assert.Equal(t, s.Unread, "")
+	assert.Check(t, is.Contains(s.WorkloadsUncounted, "Deployments: forbidden"))
+	assert.Check(t, is.Contains(s.WorkloadsUncounted, "StatefulSets: forbidden"))
+}
