@@ -7,12 +7,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -45,7 +50,10 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			the taint's timeAdded): the report says when, and the wait includes
 			them. --dry-run lists what would move, when, and what would stay.
 			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
-			removes the drain taint again.`),
+			removes the drain taint again. A spoke a Compute Pool owns (label
+			` + fleetconfig.ComputePoolLabel + ` or an owner of kind
+			` + fleetconfig.ComputePoolKind + `, on its Spoke or ManagedCluster) is
+			refused (exit 3): the Compute Pool manages it.`),
 		Example: templates.Examples(`
 			# What would leave spoke-1, and what would stay
 			kubectl fleetdrain cluster spoke-1 --dry-run=client
@@ -73,27 +81,56 @@ func (o *ClusterOptions) Validate() error {
 	return cli.ValidateTimeout(o.Timeout)
 }
 
-// Run plans every cluster (refusing unknown ones before any change), taints
-// them, and waits for the moving works to be gone.
+// Run has the node command's shape: plan every cluster (refusing unknown
+// ones, and spokes a Compute Pool owns, before any change), check access,
+// taint them, wait for the moving works to be gone, then one report.
 func (o *ClusterOptions) Run(ctx context.Context) error {
 	if err := o.connect(); err != nil {
 		return err
 	}
+	report, err := o.planClusters(ctx)
+	if err != nil {
+		return err
+	}
+	if err := o.taintClusters(ctx); err != nil {
+		return err
+	}
+	waitErr := o.waitClusters(ctx, &report)
+	if err := o.Output.Print(o.Out, report, report.table); err != nil {
+		return err
+	}
+	if o.Output.IsTable() && report.hasStays() {
+		fmt.Fprintln(o.ErrOut, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
+	}
+	return waitErr
+}
+
+// planClusters reads and plans every cluster; nothing is changed.
+func (o *ClusterOptions) planClusters(ctx context.Context) (ClusterDrainReport, error) {
 	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
 	for _, name := range o.Clusters {
 		mc, err := getManagedCluster(ctx, o.dynamic, name)
 		if err != nil {
-			return err
+			return report, err
+		}
+		if err := refuseComputePool(ctx, o.dynamic, mc); err != nil {
+			return report, err
 		}
 		plan, err := o.plan(ctx, mc)
 		if err != nil {
-			return err
+			return report, err
 		}
 		plan.AlreadyTainted = drainTaintIndex(mc) >= 0
 		report.Items = append(report.Items, plan)
 	}
+	return report, nil
+}
+
+// taintClusters checks access and adds the drain taint to every cluster
+// (sent with dryRun under --dry-run=server; nothing under =client).
+func (o *ClusterOptions) taintClusters(ctx context.Context) error {
 	if o.DryRun == cli.DryRunClient {
-		return o.Output.Print(o.Out, report, report.table)
+		return nil
 	}
 	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
 		return err
@@ -106,8 +143,16 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
 		}
 	}
-	if o.DryRun == cli.DryRunServer {
-		return o.Output.Print(o.Out, report, report.table)
+	return nil
+}
+
+// waitClusters waits, cluster by cluster, for the moving works to leave,
+// and sets each cluster's result. Its error is the run's outcome: a wait
+// that stopped (every cluster is tainted, the rest not drained), or the
+// clusters whose works did not leave within --timeout (exit 4).
+func (o *ClusterOptions) waitClusters(ctx context.Context, report *ClusterDrainReport) error {
+	if o.DryRun != cli.DryRunNone {
+		return nil
 	}
 	var timedOut []string
 	progress := cli.NewProgress(o.ErrOut)
@@ -119,25 +164,49 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			// What changed so far: every cluster is tainted, some drained.
 			for j := i; j < len(report.Items); j++ {
 				report.Items[j].Result = ClusterNotDrained
 			}
-			_ = o.Output.Print(o.Out, report, report.table)
 			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting, or give them back with `kubectl fleetdrain uncordon cluster %s`",
 				err, strings.Join(o.Clusters, ", "), strings.Join(o.Clusters, " "))
 		}
 		report.Items[i].Result = ClusterDrained
 	}
-	if err := o.Output.Print(o.Out, report, report.table); err != nil {
-		return err
-	}
-	if o.Output.IsTable() && report.hasStays() {
-		fmt.Fprintln(o.ErrOut, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
-	}
 	if len(timedOut) > 0 {
 		return cli.TimedOut(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",
 			strings.Join(timedOut, ", "), o.Timeout))
+	}
+	return nil
+}
+
+// refuseComputePool refuses (exit 3) a cluster whose spoke a Compute Pool
+// owns: the pool registers and removes it by itself, as `kubectl spoke`
+// refuses too. The marks are read on the ManagedCluster and on the Spoke of
+// the same name, in any namespace; a Spoke list that fails for any reason
+// but a hub without FleetConfig is a check that could not be made, and
+// refuses as well.
+func refuseComputePool(ctx context.Context, d dynamic.Interface, mc *ocm.ManagedCluster) error {
+	refuse := func(kind, pool string) error {
+		return cli.Refusedf("cluster %s belongs to Compute Pool %q (the %s carries %s or an owner of kind %s), which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead",
+			mc.Name, pool, kind, fleetconfig.ComputePoolLabel, fleetconfig.ComputePoolKind)
+	}
+	if pool := fleetconfig.ComputePoolOf(mc); pool != "" {
+		return refuse("ManagedCluster", pool)
+	}
+	spokes, err := d.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", mc.Name).String()})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return cli.Refusedf("cannot tell whether a Compute Pool owns cluster %s: listing Spokes: %w; nothing was changed", mc.Name, err)
+	}
+	for i := range spokes.Items {
+		if spokes.Items[i].GetName() != mc.Name {
+			continue // the field selector is the server's; the name is checked here too
+		}
+		if pool := fleetconfig.ComputePoolOf(&spokes.Items[i]); pool != "" {
+			return refuse("Spoke "+spokes.Items[i].GetNamespace()+"/"+mc.Name, pool)
+		}
 	}
 	return nil
 }

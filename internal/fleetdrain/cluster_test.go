@@ -2,6 +2,7 @@ package fleetdrain
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -34,4 +36,48 @@ func TestDrainTaintPatchNamesTheFieldManager(t *testing.T) {
 		}
 	}
 	assert.Equal(t, patches, 1)
+}
+
+func managedCluster(name string, labels map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+		"metadata": map[string]any{"name": name, "resourceVersion": "7", "labels": labels},
+		"spec":     map[string]any{"hubAcceptsClient": true},
+	}}
+}
+
+// A spoke a Compute Pool owns is refused by `fleetdrain cluster` as by
+// every `kubectl spoke` command (exit 3, naming the mark), before any
+// change: the mark on its Spoke (any namespace) or on the ManagedCluster.
+// A Spoke list that fails is a check not made, and refuses too.
+func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
+	spoke := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetconfig.open-cluster-management.io/v1beta1", "kind": "Spoke",
+		"metadata": map[string]any{"name": "pooled", "namespace": "fleet", "labels": map[string]any{fleetconfig.ComputePoolLabel: "gpu-a"}},
+	}}
+	client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+		ocm.ManagedClusterResource: "ManagedClusterList", fleetconfig.SpokeResource: "SpokeList",
+		ocm.ManifestWorkResource: "ManifestWorkList", ocm.PlacementResource: "PlacementList",
+	}, managedCluster("pooled", nil), managedCluster("labelled", map[string]any{fleetconfig.ComputePoolLabel: "gpu-b"}), managedCluster("plain", nil), spoke)
+	o := &ClusterOptions{clusterTargets: clusterTargets{dynamic: client}}
+	for name, pool := range map[string]string{"pooled": "gpu-a", "labelled": "gpu-b"} {
+		o.Clusters = []string{"plain", name}
+		_, err := o.planClusters(context.Background())
+		assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%s: %v", name, err)
+		assert.Check(t, is.ErrorContains(err, `Compute Pool "`+pool+`"`), name)
+		assert.Check(t, is.ErrorContains(err, fleetconfig.ComputePoolLabel), name)
+	}
+	o.Clusters = []string{"plain"}
+	_, err := o.planClusters(context.Background())
+	assert.NilError(t, err)
+
+	client.PrependReactor("list", "spokes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, errors.New("spokes.fleetconfig.open-cluster-management.io is forbidden")
+	})
+	_, err = o.planClusters(context.Background())
+	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%v", err)
+	assert.Check(t, is.ErrorContains(err, "cannot tell whether a Compute Pool owns cluster plain"))
+	for _, a := range client.Actions() {
+		assert.Check(t, a.GetVerb() != "patch", "nothing is changed")
+	}
 }

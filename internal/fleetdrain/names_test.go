@@ -46,3 +46,13 @@ func TestClusterTimeoutZeroIsNoLimit(t *testing.T) {
 	assert.Check(t, code != cli.ExitUsage, stderr)
 	assert.Check(t, len(srv.Requests()) > 0, "it went on to read the ManagedCluster")
 }
+
+// A blank selector parses as the empty one, which selects every node (or
+// every pod): it is a usage error before any request, never "all".
+func TestBlankSelectorsAreUsageErrorsBeforeAnyRequest(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "selects everything",
+		[]string{"node", "-l", " "},
+		[]string{"node", "--selector", "\t"},
+		[]string{"node", "worker-1", "--pod-selector", "  "},
+	)
+}

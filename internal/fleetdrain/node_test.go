@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -186,6 +187,69 @@ func TestGiveBackOnlyFleetdrainsCordon(t *testing.T) {
 	assert.DeepEqual(t, getNode(t, client, "free").Annotations, map[string]string{"team": "a"})
 }
 
+// cordonedByFleetdrain is a node as an interrupted run leaves it: cordoned
+// and marked, and the API server records fleetdrain set spec.unschedulable.
+func cordonedByFleetdrain(name string) *corev1.Node {
+	n := node(name, true, map[string]string{CordonedByAnnotation: FieldManager})
+	n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + CordonedByAnnotation + `":{}}},"f:spec":{"f:unschedulable":{}}}`)}}}
+	return n
+}
+
+// setUnschedulable is someone else's kubectl cordon or uncordon, under
+// another field manager.
+func setUnschedulable(t *testing.T, client *fake.Clientset, name string, value bool) {
+	t.Helper()
+	_, err := client.CoreV1().Nodes().Patch(context.Background(), name, types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, value)), metav1.PatchOptions{FieldManager: "kubectl-cordon"})
+	assert.NilError(t, err)
+}
+
+// A plain `kubectl uncordon` leaves fleetdrain's mark behind. A later
+// cordon by someone else is theirs: never given back, and the stale mark
+// goes; before, the mark alone made the cordon fleetdrain's.
+func TestAMarkOutlivingItsCordonIsNeverHonoured(t *testing.T) {
+	ctx := context.Background()
+	client, _ := fakeCluster(t, node("n", false, nil), node("m", false, nil))
+	for _, name := range []string{"n", "m"} {
+		_, err := Cordon(ctx, client, name, cli.DryRunNone)
+		assert.NilError(t, err)
+		assert.Check(t, CordonedByUs(getNode(t, client, name)), "a fresh cordon is ours")
+		setUnschedulable(t, client, name, false) // kubectl uncordon
+	}
+	setUnschedulable(t, client, "n", true) // kubectl cordon, by someone else
+
+	n := getNode(t, client, "n")
+	assert.Check(t, !CordonedByUs(n), "someone else's cordon under an old mark: %v", n.ManagedFields)
+	result, err := GiveBack(ctx, client, "n", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Equal(t, result, CordonedByOther)
+	n = getNode(t, client, "n")
+	assert.Check(t, n.Spec.Unschedulable, "someone else's cordon stays")
+	assert.Check(t, is.Len(n.Annotations, 0), "the stale mark is removed")
+
+	// Schedulable under an old mark: nothing to give back, the mark goes.
+	result, err = GiveBack(ctx, client, "m", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Equal(t, result, StaleMarkRemoved)
+	assert.Check(t, is.Len(getNode(t, client, "m").Annotations, 0))
+
+	// A drain meeting someone else's cordon under an old mark leaves the
+	// cordon as it is and removes the mark, so no later run gives it back.
+	setUnschedulable(t, client, "m", true)
+	assert.NilError(t, client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), withMark(getNode(t, client, "m")), ""))
+	changed, err := Cordon(ctx, client, "m", cli.DryRunNone)
+	assert.NilError(t, err)
+	assert.Check(t, !changed)
+	m := getNode(t, client, "m")
+	assert.Check(t, m.Spec.Unschedulable && is.Len(m.Annotations, 0)().Success(), "%v", m)
+}
+
+func withMark(n *corev1.Node) *corev1.Node {
+	n.Annotations = map[string]string{CordonedByAnnotation: FieldManager}
+	return n
+}
+
 // The cordon and its mark go in one patch behind the resourceVersion read.
 func TestCordonPatchIsGuarded(t *testing.T) {
 	data, err := guardedPatch("42", cordonOps(node("n", false, nil)))
@@ -203,8 +267,8 @@ func TestInterruptedDrainGivesBackItsCordons(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: ptr(true)}}}, Spec: corev1.PodSpec{NodeName: "a"}}
 	client, open := fakeCluster(t,
 		node("a", false, nil),
-		node("b", true, map[string]string{CordonedByAnnotation: "kubectl-fleetdrain"}), // an interrupted run's cordon
-		node("c", true, nil), // someone else's
+		cordonedByFleetdrain("b"), // an interrupted run's cordon
+		node("c", true, nil),      // someone else's
 		&stuck, budget("db", "quorum", 0, map[string]string{"app": "db"}))
 	o, out, _ := nodeOptions(client, "a", "b", "c")
 	o.UncordonOnFailure = true

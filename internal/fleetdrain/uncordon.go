@@ -27,7 +27,8 @@ type UncordonReport struct {
 // UncordonEntry is one node or cluster and whether it changed.
 type UncordonEntry struct {
 	api.ReportMeta `json:",inline"`
-	// Changed is false when there was nothing of ours to remove.
+	// Changed is false when there was nothing of ours to give back (a
+	// stale mark removed from a schedulable node is only named in Detail).
 	Changed bool   `json:"changed"`
 	Detail  string `json:"detail"`
 }
@@ -70,8 +71,10 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 			marks the cordon as fleetdrain's, the only things a node drain sets on
 			a node (also after an interrupted drain). Pods evicted by the drain
 			are not moved back; new pods can land on the node again. Nodes already
-			schedulable are left alone. A node someone else cordoned is never
-			uncordoned: the command refuses before any change and names it.`),
+			schedulable are left alone (a mark left there by a plain kubectl
+			uncordon is removed). A node someone else cordoned is never
+			uncordoned, also when it still carries the mark of an earlier
+			fleetdrain cordon: the command refuses before any change and names it.`),
 		Example: templates.Examples(`
 			# Give two nodes back
 			kubectl fleetdrain uncordon node worker-1 worker-2
@@ -130,7 +133,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 		nodes = append(nodes, n)
 	}
 	if len(others) > 0 {
-		return cli.Refusedf("node(s) %s were cordoned by someone else, not by fleetdrain (no %s annotation), and stay cordoned; nothing was changed. If you mean to give them back anyway: kubectl uncordon %s",
+		return cli.Refusedf("node(s) %s were cordoned by someone else, not by fleetdrain (their cordon carries no %s annotation, or was made again since by another field manager), and stay cordoned; nothing was changed. If you mean to give them back anyway: kubectl uncordon %s",
 			strings.Join(others, ", "), CordonedByAnnotation, strings.Join(others, " "))
 	}
 	for i, name := range o.Nodes {

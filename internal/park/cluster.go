@@ -91,6 +91,9 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 	case existing != nil && value != raw:
 		patch.replace(api.AnnotationPath(RecordAnnotation), raw, value)
 	case existing != nil:
+		// The patch parks pools on the strength of this record: its removal
+		// since the read (no generation change) must fail the patch too.
+		patch.test(api.AnnotationPath(RecordAnnotation), raw)
 	case c.Annotations == nil:
 		patch.test("/metadata/annotations", api.Absent)
 		patch.add("/metadata/annotations", map[string]string{RecordAnnotation: value})
@@ -188,7 +191,9 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 		before = ms
 	}
 	by := p.WhoAmI(ctx)
+	var owners []string
 	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
+		owners = ReplicasOwners(c)
 		class, err := p.clusterClass(ctx, c)
 		if err != nil {
 			return nil, err
@@ -203,10 +208,14 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	}
 	plan.DryRun = cli.DryRunName(o.DryRun)
 	o.done(len(plan.Changes) > 0, "is already parked", fmt.Sprintf("parked: %d pool(s) set to 0 replicas", len(plan.Changes)))
+	if w := gitOpsWarning(owners, "un-park the cluster"); w != "" {
+		fmt.Fprintln(o.Streams.ErrOut, w)
+	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitParked(ctx, p); waitErr == nil {
-			plan.Survivors = o.survivors(ctx, p, before)
+		deadline := cli.NewDeadline(o.Timeout)
+		if waitErr = o.waitParked(ctx, p, deadline); waitErr == nil {
+			plan.Survivors = o.survivors(ctx, p, before, deadline.Left())
 		} else {
 			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
@@ -220,10 +229,10 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 // waitParked follows the worker Machines until they are gone, naming those
 // whose drain a PodDisruptionBudget holds up, and then the Cluster until its
 // own status no longer counts workers, so that park list agrees the cluster
-// is parked. Both waits share the one --timeout.
-func (o *ParkOptions) waitParked(ctx context.Context, p *Platform) error {
-	deadline := cli.NewDeadline(o.Timeout)
-	err := cli.WaitFor(ctx, "worker machines of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+// is parked. Both waits, and the survivors' reads after them, share the one
+// --timeout (deadline).
+func (o *ParkOptions) waitParked(ctx context.Context, p *Platform, deadline cli.Deadline) error {
+	err := cli.WaitFor(ctx, "worker machines of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {

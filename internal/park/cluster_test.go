@@ -160,3 +160,27 @@ func TestParkWaitEndsWhenTheClusterStatusAgrees(t *testing.T) {
 	assert.Check(t, done)
 	assert.Equal(t, state, "Parked: its status counts no workers")
 }
+
+// resume --wait counts the workers the pools ask for; a pool left to the
+// autoscaler whose minimum cannot be read is an error, never zero (which
+// ended the wait at once, saying every worker was back).
+func TestResumeWaitNeedsACountForEveryPool(t *testing.T) {
+	c := threePools()
+	pools, err := workerPools(c)
+	assert.NilError(t, err)
+	n, err := desiredOf(pools)
+	assert.NilError(t, err)
+	assert.Equal(t, n, 3+2+1)
+
+	for _, min := range []string{"", "many", "-2"} {
+		c := threePools()
+		c.Spec.Topology.Workers.MachinePools[0].Metadata.Annotations[capi.AutoscalerMinSizeAnnotation] = min
+		if min == "" {
+			delete(c.Spec.Topology.Workers.MachinePools[0].Metadata.Annotations, capi.AutoscalerMinSizeAnnotation)
+		}
+		pools, err := workerPools(c)
+		assert.NilError(t, err)
+		_, err = desiredOf(pools)
+		assert.Check(t, is.ErrorContains(err, "cannot tell how many workers pool auto asks for"), "min %q", min)
+	}
+}

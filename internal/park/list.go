@@ -197,8 +197,14 @@ func (o *ListOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
-	if _, err := labels.Parse(o.Selector); err != nil {
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
 		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
+	}
+	// A blank -l parses as the empty selector, which selects everything,
+	// the opposite of what a typo or an unset shell variable meant.
+	if o.Selector != "" && sel.Empty() {
+		return cli.UsageErrorf("--selector %q is blank and selects everything; give a selector, or leave the flag out", o.Selector)
 	}
 	return o.Output.Validate()
 }

@@ -24,3 +24,12 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 	clitest.AssertEveryOutputOffers(t, NewCmdPark)
 }
+
+// A blank selector parses as the empty one, which selects every cluster:
+// it is a usage error before any request, never "all".
+func TestBlankSelectorsAreUsageErrorsBeforeAnyRequest(t *testing.T) {
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "selects everything",
+		[]string{"list", "-l", " "},
+		[]string{"list", "-A", "--selector", "\t"},
+	)
+}

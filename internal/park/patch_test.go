@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"gotest.tools/v3/assert"
@@ -57,4 +58,34 @@ func TestParkPatchFailsOnConcurrentChange(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = p.Apply(doc)
 	assert.Check(t, is.ErrorContains(err, "test"))
+}
+
+// Parking again a cluster whose record already lists every pool keeps the
+// record as it is, but the patch still relies on it: a removal of the record
+// between the read and the write (an annotation: no generation change) must
+// fail the patch, or the pools would be parked with no record of them.
+func TestParkPatchFailsWhenTheUnchangedRecordGoes(t *testing.T) {
+	parked := applyToCluster(t, threePools(), func(c *capi.Cluster) Patch {
+		p, err := PlanPark(c, parkedAt, "alice")
+		assert.NilError(t, err)
+		return p.Patch
+	})
+	// md-0 is brought back up by hand; its entry is still in the record.
+	parked.Spec.Topology.Workers.MachineDeployments[0].Replicas = int32Ptr(3)
+	plan, err := PlanPark(parked, parkedAt.Add(time.Hour), "bob")
+	assert.NilError(t, err)
+	assert.Equal(t, len(plan.Changes), 1)
+
+	gone := *parked
+	gone.Annotations = map[string]string{"team": "a"}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&gone)
+	assert.NilError(t, err)
+	doc, err := json.Marshal(obj)
+	assert.NilError(t, err)
+	data, err := plan.Patch.JSON()
+	assert.NilError(t, err)
+	p, err := jsonpatch.DecodePatch(data)
+	assert.NilError(t, err)
+	_, err = p.Apply(doc)
+	assert.Check(t, is.ErrorContains(err, "/metadata/annotations/park.spokekit.io~1record"), "the patch parks md-0 with no record of it")
 }

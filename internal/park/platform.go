@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,9 @@ type Platform struct {
 	Kube      kubernetes.Interface
 	Version   string
 	Namespace string
+	// WorkloadTimeout bounds each request to a workload cluster
+	// (0: WorkloadRequestTimeout).
+	WorkloadTimeout time.Duration
 }
 
 // NewPlatform finds the served Cluster API version and builds the clients.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -98,16 +99,36 @@ func (p PoolRecord) validate() error {
 	if msgs := validation.IsDNS1123Subdomain(p.Name); p.Name == "" || len(msgs) > 0 {
 		return fmt.Errorf("pool name %q is not valid", p.Name)
 	}
-	if p.Replicas != nil && *p.Replicas < 0 {
-		return fmt.Errorf("pool %q: negative replicas %d", p.Name, *p.Replicas)
+	if p.Replicas != nil && (*p.Replicas < 0 || *p.Replicas > MaxPoolReplicas) {
+		return fmt.Errorf("pool %q: replicas %d is not between 0 and %d", p.Name, *p.Replicas, MaxPoolReplicas)
 	}
+	bounds := map[string]int{}
 	for k, v := range p.Autoscaler {
 		if k != capi.AutoscalerMinSizeAnnotation && k != capi.AutoscalerMaxSizeAnnotation {
 			return fmt.Errorf("pool %q: %q is not an autoscaler annotation", p.Name, k)
 		}
-		if len(v) > 32 {
-			return fmt.Errorf("pool %q: autoscaler value of %s is too long", p.Name, k)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxPoolReplicas {
+			return fmt.Errorf("pool %q: autoscaler %s %q is not a whole number between 0 and %d", p.Name, k, truncate(v), MaxPoolReplicas)
 		}
+		bounds[k] = n
+	}
+	minSize, hasMin := bounds[capi.AutoscalerMinSizeAnnotation]
+	maxSize, hasMax := bounds[capi.AutoscalerMaxSizeAnnotation]
+	if hasMin && hasMax && minSize > maxSize {
+		return fmt.Errorf("pool %q: autoscaler min %d is above its max %d", p.Name, minSize, maxSize)
 	}
 	return nil
+}
+
+// MaxPoolReplicas bounds the count resume gives one pool, from a record or
+// --replicas: the record is only as trustworthy as whoever last edited the
+// Cluster, and a count above this is a typo or a forgery, not a parked pool.
+const MaxPoolReplicas = 1000
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

@@ -1,11 +1,14 @@
 package park
 
 import (
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
 func TestParseRecordRejects(t *testing.T) {
@@ -21,6 +24,30 @@ func TestParseRecordRejects(t *testing.T) {
 		_, err := ParseRecord(value)
 		assert.Check(t, err != nil, name)
 	}
+}
+
+// Anyone who may edit the Cluster may edit the record: resume refuses
+// counts no real pool was parked from (exit 3), before any change, instead
+// of asking the platform for them.
+func TestResumeRefusesRecordedCountsAboveTheBound(t *testing.T) {
+	min, max := capi.AutoscalerMinSizeAnnotation, capi.AutoscalerMaxSizeAnnotation
+	for name, pool := range map[string]string{
+		"replicas":          `"replicas":100000`,
+		"autoscaler max":    `"autoscaler":{"` + max + `":"100000"}`,
+		"autoscaler min":    `"autoscaler":{"` + min + `":"2000","` + max + `":"5"}`,
+		"autoscaler number": `"autoscaler":{"` + min + `":"1e3"}`,
+		"negative min":      `"autoscaler":{"` + min + `":"-1"}`,
+	} {
+		c := threePools()
+		c.Spec.Topology.Workers.MachineDeployments[0].Replicas = int32Ptr(0)
+		c.Annotations[RecordAnnotation] = `{"pools":[{"kind":"machineDeployments","name":"md-0",` + pool + `}]}`
+		_, err := PlanResume(c, nil)
+		assert.Check(t, cli.ExitCode(err) == cli.ExitRefused, "%s: %v", name, err)
+		assert.Check(t, err != nil && strings.Contains(err.Error(), "md-0"), "%s: %v", name, err)
+	}
+	// --replicas is bounded the same way, before any request.
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "at most",
+		[]string{"resume", "app", "--replicas", "100000"})
 }
 
 func TestRecordRoundTrip(t *testing.T) {

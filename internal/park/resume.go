@@ -3,6 +3,7 @@ package park
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -200,6 +201,9 @@ func (o *ResumeOptions) Validate() error {
 	if o.replicasSet && o.Replicas < 1 {
 		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
 	}
+	if o.replicasSet && o.Replicas > MaxPoolReplicas {
+		return cli.UsageErrorf("--replicas must be at most %d per pool, got %d", MaxPoolReplicas, o.Replicas)
+	}
 	return nil
 }
 
@@ -223,7 +227,9 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 			return err
 		}
 	}
+	var owners []string
 	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
+		owners = ReplicasOwners(c)
 		return PlanResume(c, replicas)
 	})
 	if err != nil {
@@ -231,6 +237,9 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 	}
 	plan.DryRun = cli.DryRunName(o.DryRun)
 	o.done(len(plan.Patch) > 0, "is not parked", fmt.Sprintf("resumed: %d pool(s) restored", len(plan.Changes)))
+	if w := gitOpsWarning(owners, "park the cluster again, or change the counts restored"); w != "" {
+		fmt.Fprintln(o.Streams.ErrOut, w)
+	}
 	var waitErr error
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		if waitErr = o.waitWorkersBack(ctx, p); waitErr != nil {
@@ -277,17 +286,20 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error 
 // the machines are back, but whether their nodes are Ready is not known.
 func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names []string, timeout time.Duration) error {
 	kube, _, err := p.ClusterClient(ctx, o.Name, "")
+	rctx, cancel := p.clusterContext(ctx, timeout)
+	defer cancel()
 	if err == nil {
-		// One read first: a watch would retry an unreachable server until
-		// the timeout, and say less.
-		_, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		// One read first, bounded: a watch would retry an unreachable
+		// server until the timeout, and say less; a stalled one would hold
+		// the run past --timeout.
+		_, err = kube.CoreV1().Nodes().List(rctx, metav1.ListOptions{Limit: 1})
 	}
 	if cli.IsRefused(err) {
-		return err
+		return scrubbed(err)
 	}
 	if err != nil {
 		o.progress.Done("nodes of %s: not checked", o.Name)
-		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %w; run the same command again to check", len(names), err))
+		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %s; run the same command again to check", len(names), notChecked(ctx, err)))
 	}
 	want := sets.New(names...)
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())
@@ -325,17 +337,25 @@ func (o *ResumeOptions) desiredWorkers(ctx context.Context, p *Platform) (int, e
 	if err != nil {
 		return 0, err
 	}
+	return desiredOf(pools)
+}
+
+// desiredOf adds up the workers the pools ask for. A pool left to the
+// autoscaler without a readable minimum is an error: counted as zero, the
+// wait would end before any worker is back and say they all are.
+func desiredOf(pools []pool) (int, error) {
 	n := 0
 	for _, p := range pools {
-		switch {
-		case p.Replicas != nil:
+		if p.Replicas != nil {
 			n += int(*p.Replicas)
-		default:
-			// A missing or unreadable min size counts as no worker to wait for.
-			var min int
-			_, _ = fmt.Sscan(p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation], &min)
-			n += min
+			continue
 		}
+		raw, ok := p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation]
+		min, err := strconv.Atoi(raw)
+		if !ok || err != nil || min < 0 {
+			return 0, fmt.Errorf("cannot tell how many workers pool %s asks for: it has no replicas and its %s annotation is %q, not a count", p.Name, capi.AutoscalerMinSizeAnnotation, truncate(raw))
+		}
+		n += min
 	}
 	return n, nil
 }

@@ -40,6 +40,9 @@ type PlatformView struct {
 	HealthChecks     []HealthCheck   `json:"healthChecks"`
 	ControlPlanePods []string        `json:"controlPlanePods"`
 	Window           metav1.Duration `json:"window"`
+	// ReplicasOwners are who, besides park, set the worker replicas (a
+	// GitOps tool): they may un-park a parked cluster by themselves.
+	ReplicasOwners []string `json:"replicasOwners,omitempty"`
 }
 
 // PoolHealth is one worker pool's machines.
@@ -98,7 +101,8 @@ type PlatformObjects struct {
 // matched to its pool by name, since Cluster API names machines after
 // their MachineDeployment (or MachinePool).
 func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) PlatformView {
-	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window}}
+	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window},
+		ReplicasOwners: ReplicasOwners(o.Cluster)}
 	owner := map[string]int{}
 	add := func(kind string, meta metav1.ObjectMeta, topologyLabel string, spec *int32, st capi.MachineSetStatus) {
 		name := meta.Name
@@ -324,36 +328,46 @@ func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 }
 
 // clusterView reads the cluster's own view. A kubeconfig secret the loader
-// refuses is shown in the view and returned, so status exits 3.
+// refuses is shown in the view and returned, so status exits 3. Each
+// request is bounded (clusterContext): a stalled cluster is "not checked".
 func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterView, error) {
 	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if cli.IsRefused(err) {
-		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, err
+		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, scrubbed(err)
 	}
 	if err != nil {
-		msg := err.Error()
+		msg := scrubbed(err).Error()
 		if o.ClusterKubeconfig == "" {
 			msg += "; pass --cluster-kubeconfig FILE"
 		}
 		return ClusterView{Source: source, Error: msg}, nil
 	}
-	fail := func(what string, err error) ClusterView {
-		return ClusterView{Source: source, Error: fmt.Sprintf("listing %s with the kubeconfig from %s: %v", what, source, err)}
-	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var nodes *corev1.NodeList
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		nodes, err = kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
-		return fail("nodes", err), nil
+		return ClusterView{Source: source, Error: "listing nodes with the kubeconfig from " + source + ": " + notChecked(ctx, err)}, nil
 	}
 	unavailable := map[string]string{}
-	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
+	pods := &corev1.PodList{}
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		pods, err = kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running"})
+		return err
+	})
 	if err != nil {
 		pods = &corev1.PodList{}
-		unavailable[partPods] = err.Error()
+		unavailable[partPods] = notChecked(ctx, err)
 	}
-	csrs, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	csrs := &certv1.CertificateSigningRequestList{}
+	err = bounded(ctx, p, func(ctx context.Context) (err error) {
+		csrs, err = kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
 		csrs = &certv1.CertificateSigningRequestList{}
-		unavailable[partCSRs] = err.Error()
+		unavailable[partCSRs] = notChecked(ctx, err)
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)
 	v.Source = source
@@ -361,6 +375,14 @@ func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterVi
 		v.Unavailable = unavailable
 	}
 	return v, nil
+}
+
+// bounded runs one request to the workload cluster within the per-request
+// timeout (status has no --timeout of its own).
+func bounded(ctx context.Context, p *Platform, request func(context.Context) error) error {
+	rctx, cancel := p.clusterContext(ctx, 0)
+	defer cancel()
+	return request(rctx)
 }
 
 func (r StatusReport) write(w io.Writer) {
@@ -388,6 +410,9 @@ func (r StatusReport) write(w io.Writer) {
 		fmt.Fprintln(w, "  MachineHealthCheck: none (unhealthy workers are not replaced automatically)")
 	}
 	fmt.Fprintf(w, "  Control-plane pods: %s\n", orDash(strings.Join(pv.ControlPlanePods, ", ")))
+	if len(pv.ReplicasOwners) > 0 {
+		fmt.Fprintf(w, "  ! Worker replicas also set by: %s. It may un-park this cluster (or park it again) by itself; park and resume through it\n", strings.Join(pv.ReplicasOwners, "; "))
+	}
 	for _, p := range pv.Pools {
 		if p.Replaced >= ReplacedThreshold {
 			fmt.Fprintf(w, "  ! %s had %d machines replaced in %s: the health check is doing its job, but the cause is not visible from here; report it to your platform team\n", p.Name, p.Replaced, pv.Window.Duration)

@@ -72,3 +72,28 @@ func TestStatusShowsWhatTheClusterCouldServe(t *testing.T) {
 	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: BuildPlatformView(PlatformObjects{Cluster: &capi.Cluster{}}, parkedAt, time.Hour), Cluster: cv}.write(&out)
 	assert.Check(t, strings.Contains(out.String(), "  NotReady nodes: none\n  Pods not Running: none\n  Pending CSRs: not available (listing certificate signing requests: the server could not find the requested resource)\n"), out.String())
 }
+
+// A GitOps tool that sets the worker replicas un-parks a parked cluster by
+// itself: status names it (a Flux label, another manager applying the
+// replicas), and stays quiet for a manager that only created the cluster.
+func TestStatusNamesWhoElseSetsTheReplicas(t *testing.T) {
+	c := threePools()
+	c.Labels = map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"}
+	c.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-1\"}":{".":{},"f:name":{},"f:replicas":{}},"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
+		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
+	}
+	var out bytes.Buffer
+	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: BuildPlatformView(PlatformObjects{Cluster: c}, parkedAt, time.Hour), Cluster: ClusterView{Error: "x"}}.write(&out)
+	assert.Check(t, strings.Contains(out.String(), "  ! Worker replicas also set by: Flux Kustomization apps (kustomize.toolkit.fluxcd.io/name); field manager argocd-controller (applies the replicas of md-0, md-1). It may un-park"), out.String())
+	assert.Check(t, !strings.Contains(out.String(), "kubectl-create"), out.String())
+
+	plain := BuildPlatformView(PlatformObjects{Cluster: threePools()}, parkedAt, time.Hour)
+	assert.Check(t, len(plain.ReplicasOwners) == 0)
+	assert.Equal(t, gitOpsWarning(plain.ReplicasOwners, "un-park the cluster"), "")
+	assert.Check(t, strings.Contains(gitOpsWarning([]string{"Flux Kustomization apps"}, "un-park the cluster"), "Flux Kustomization apps, which may set them back and un-park the cluster"))
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +21,8 @@ type Survivors struct {
 	ControlPlanePods []string `json:"controlPlanePods"`
 	// Workloads counts the Deployments and StatefulSets still in the cluster.
 	Workloads int `json:"workloads"`
+	// WorkloadsUncounted says why Workloads is not the whole count.
+	WorkloadsUncounted string `json:"workloadsUncounted,omitempty"`
 	// PersistentVolumeClaims keep their volumes, and the storage quota they use.
 	PersistentVolumeClaims []ClaimSummary `json:"persistentVolumeClaims"`
 	Storage                string         `json:"storage"`
@@ -61,7 +64,10 @@ func summarizeClaims(pvcs []corev1.PersistentVolumeClaim) ([]ClaimSummary, strin
 	return out, total.String()
 }
 
-func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.Machine) *Survivors {
+// survivors reads what parking kept; its reads of the workload cluster
+// share what is left of --timeout (left; 0: no limit), each also bounded
+// on its own (clusterContext).
+func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.Machine, left time.Duration) *Survivors {
 	s := &Survivors{ControlPlanePods: []string{}, PersistentVolumeClaims: []ClaimSummary{}, Storage: "0", RemovedMachines: []string{}}
 	for _, m := range before {
 		if isWorker(m.OwnerReferences) {
@@ -81,21 +87,30 @@ func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.
 	}
 	kube, source, err := p.ClusterClient(ctx, o.Name, "")
 	if err != nil {
-		s.Unread = err.Error()
+		s.Unread = scrubbed(err).Error()
 		return s
 	}
-	pvcs, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	rctx, cancel := p.clusterContext(ctx, left)
+	defer cancel()
+	pvcs, err := kube.CoreV1().PersistentVolumeClaims("").List(rctx, metav1.ListOptions{})
 	if err != nil {
-		s.Unread = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %v", source, err)
+		s.Unread = fmt.Sprintf("listing PersistentVolumeClaims with the kubeconfig from %s: %s", source, notChecked(ctx, err))
 		return s
 	}
 	s.PersistentVolumeClaims, s.Storage = summarizeClaims(pvcs.Items)
-	if d, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{}); err == nil {
+	var uncounted []string
+	if d, err := kube.AppsV1().Deployments("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(d.Items)
+	} else {
+		uncounted = append(uncounted, "Deployments: "+notChecked(ctx, err))
 	}
-	if st, err := kube.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{}); err == nil {
+	if st, err := kube.AppsV1().StatefulSets("").List(rctx, metav1.ListOptions{}); err == nil {
 		s.Workloads += len(st.Items)
+	} else {
+		uncounted = append(uncounted, "StatefulSets: "+notChecked(ctx, err))
 	}
+	// A list that failed is said, never counted as none.
+	s.WorkloadsUncounted = strings.Join(uncounted, "; ")
 	return s
 }
 
@@ -106,6 +121,9 @@ func (s *Survivors) write(w io.Writer) {
 		fmt.Fprintf(w, "  the cluster's own objects could not be read: %s\n", s.Unread)
 	} else {
 		fmt.Fprintf(w, "  every API object: %d Deployment(s)/StatefulSet(s) kept, at zero available replicas until resume\n", s.Workloads)
+		if s.WorkloadsUncounted != "" {
+			fmt.Fprintf(w, "    (not counted: %s)\n", s.WorkloadsUncounted)
+		}
 		fmt.Fprintf(w, "  %d PersistentVolumeClaim(s) and their volumes, %s of storage still held and counted against quota\n", len(s.PersistentVolumeClaims), s.Storage)
 		for _, c := range s.PersistentVolumeClaims {
 			fmt.Fprintf(w, "    %s/%s %s %s\n", c.Namespace, c.Name, c.Storage, c.Phase)

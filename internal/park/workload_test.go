@@ -1,0 +1,162 @@
+package park
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// stalledServer accepts requests and never answers them (until the client
+// gives up, or 10 s pass, so that a test of code that does not give up
+// fails instead of hanging).
+func stalledServer(t *testing.T, tls bool) *httptest.Server {
+	t.Helper()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	srv := httptest.NewUnstartedServer(h)
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func kubeconfigFor(server string, ca []byte) string {
+	caLine := ""
+	if ca != nil {
+		caLine = "\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca)
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: app
+  cluster:
+    server: %s%s
+users:
+- name: app
+  user:
+    token: abc
+contexts:
+- name: app
+  context: {cluster: app, user: app}
+current-context: app
+`, server, caLine)
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+// park status on a workload API server that accepts and never answers: the
+// cluster's view says it was not checked, within the per-request timeout;
+// before, status hung as long as the server did.
+func TestStatusGivesUpOnAStalledCluster(t *testing.T) {
+	srv := stalledServer(t, false)
+	p, _ := fakePlatform(t, threePools(), nil)
+	p.WorkloadTimeout = 200 * time.Millisecond
+	o := &StatusOptions{Name: "app", ClusterKubeconfig: writeFile(t, kubeconfigFor(srv.URL, nil))}
+	start := time.Now()
+	view, err := o.clusterView(context.Background(), p)
+	assert.NilError(t, err)
+	assert.Check(t, time.Since(start) < 5*time.Second, "took %s", time.Since(start))
+	assert.Check(t, is.Contains(view.Error, "not checked: timed out"))
+}
+
+// resume --wait on a workload API server that stalls: the node check gives
+// up within what --timeout leaves (exit 4, "not checked: timed out"), not
+// after the server's own time; before, it ran past --timeout.
+func TestResumeWaitOnAStalledClusterEndsWithItsTimeout(t *testing.T) {
+	srv := stalledServer(t, true)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	p, _ := fakePlatform(t, threePools(), nil)
+	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
+		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	o := &ResumeOptions{changeOptions: changeOptions{Name: "app", Namespace: "dynamo-prod", progress: cli.NewProgress(io.Discard)}}
+	start := time.Now()
+	err = o.waitNodesReady(context.Background(), p, []string{"app-md-0-a"}, 300*time.Millisecond)
+	assert.Check(t, time.Since(start) < 5*time.Second, "took %s", time.Since(start))
+	assert.Equal(t, cli.ExitCode(err), cli.ExitTimedOut, "%v", err)
+	assert.ErrorContains(t, err, "not checked: timed out")
+}
+
+// A token kept as a URL's user information (http://TOKEN@host) never
+// reaches the terminal through an error from the workload cluster.
+func TestWorkloadErrorsAreScrubbed(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	server := strings.Replace(closed.URL, "http://", "http://s3cr3t-token@", 1)
+	p, _ := fakePlatform(t, threePools(), nil)
+	o := &StatusOptions{Name: "app", ClusterKubeconfig: writeFile(t, kubeconfigFor(server, nil))}
+	view, err := o.clusterView(context.Background(), p)
+	assert.NilError(t, err)
+	assert.Check(t, view.Error != "", "the closed server is an error")
+	assert.Check(t, !strings.Contains(view.Error, "s3cr3t"), view.Error)
+
+	for _, msg := range []string{
+		`Get "http://s3cr3t@10.0.0.1:6443/api": dial tcp: refused`,
+		`proxy https://user:s3cr3t@proxy.example:3128 refused`,
+		`see http://s3cr3t@a and https://s3cr3t@b/x`,
+	} {
+		got := scrubbed(fmt.Errorf("%s", msg)).Error()
+		assert.Check(t, !strings.Contains(got, "s3cr3t"), got)
+		assert.Check(t, strings.Contains(got, "REDACTED@"), got)
+	}
+	refused := scrubbed(cli.Refusedf("http://s3cr3t@x"))
+	assert.Equal(t, cli.ExitCode(refused), cli.ExitRefused, "the exit code is kept")
+}
+
+// After park --wait, a workload list the cluster refuses is said, never
+// counted as none (it read "0 Deployment(s)/StatefulSet(s) kept").
+func TestSurvivorsSayWhatWasNotCounted(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "persistentvolumeclaims") {
+			fmt.Fprint(w, `{"kind":"PersistentVolumeClaimList","apiVersion":"v1","items":[]}`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"forbidden"}`)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	p, _ := fakePlatform(t, threePools(), nil)
+	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
+		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	o := &ParkOptions{changeOptions: changeOptions{Name: "app", Namespace: "dynamo-prod"}}
+	s := o.survivors(context.Background(), p, nil, 0)
+	assert.Equal(t, s.Unread, "")
+	assert.Check(t, is.Contains(s.WorkloadsUncounted, "Deployments: forbidden"))
+	assert.Check(t, is.Contains(s.WorkloadsUncounted, "StatefulSets: forbidden"))
+}
