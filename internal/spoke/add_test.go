@@ -296,3 +296,27 @@ func TestAddOverwriteRefusesASecretOthersUse(t *testing.T) {
 	assert.Check(t, is.Contains(errOut, "is the kubeconfig of Hub hub and the managedClusterKubeconfig of spoke spoke-9"))
 	assert.Check(t, is.Len(writes(srv), 0))
 }
+
+// The next step names the helm upgrade (or the Flux manifest) that keeps
+// the spoke registered.
+func TestAddNextStepNamesTheUpgrade(t *testing.T) {
+	hub := planHub()
+	o := &AddOptions{writeTarget: writeTarget{Name: "spoke-2", ValuesFile: "values.yaml"}}
+	assert.Check(t, is.Contains(o.next(hub), "run `helm upgrade mural CHART -n mural-system -f values.yaml`"))
+	o.Apply = true
+	assert.Check(t, is.Contains(o.next(hub), "`helm upgrade mural CHART -n mural-system -f values.yaml`"))
+	o.ValuesFile = ""
+	assert.Check(t, is.Contains(o.next(hub), "the entry `- name: spoke-2` to fleetConfig.spokes"))
+	assert.Check(t, is.Contains(o.next(hub), "Flux"))
+	o.ReleaseFile = "mural.yaml"
+	assert.Check(t, is.Contains(o.next(hub), "apply mural.yaml to the hub (or commit it where Flux reads it)"))
+}
+
+// hub-as-spoke is the hub's own cluster to FleetConfig: add refuses the
+// name before any request.
+func TestAddRefusesTheNameHubAsSpoke(t *testing.T) {
+	srv := fakeFleet(t)
+	code, _, errOut := runSpoke(srv, "add", "hub-as-spoke", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Len(srv.Requests(), 0))
+}
