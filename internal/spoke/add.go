@@ -3,17 +3,20 @@ package spoke
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
@@ -29,6 +32,9 @@ type AddOptions struct {
 	Wait       bool
 	Overwrite  bool
 	Timeout    time.Duration
+	// OCIRegistry is the new entry's ociRegistry as YAML ("": copied).
+	OCIRegistry string
+	ociRegistry map[string]any
 	// Cleanup is the new spoke's cleanupConfig, written in full.
 	Cleanup fleetconfig.CleanupConfig
 
@@ -82,16 +88,34 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			Then it stores the kubeconfig, minified to its one context, in the
 			secret NAME-kubeconfig of the release namespace; appends NAME to
 			fleetConfig.spokes in --values (or spec.values.fleetConfig.spokes in
-			--helmrelease), copying ociRegistry and the klusterlet's settings of an
-			existing entry (never its kubeconfig, its purge of the kubeconfig
-			secret or how it reaches its own cluster) and keeping every comment
-			and byte of the rest of the file. The entry's cleanupConfig is
-			written in full, with the chart's documented defaults
-			(purgeKlusterletOperator and forceClusterDrain on, the two others
-			off) unless the --purge-* and --force-cluster-drain flags say
-			otherwise. With --apply
-			it creates the Spoke as the chart would, so the join starts now; with
-			--wait it follows the join until the cluster is available.
+			--helmrelease), copying ociRegistry, hubRef and the klusterlet's
+			settings of an existing entry (--copy-from, by default the first
+			that is not hub-as-spoke; of hub-as-spoke, the hub's own cluster,
+			only ociRegistry and hubRef, never its klusterlet settings), never
+			its kubeconfig, add-ons or purges, and keeping every comment and
+			byte of the rest of the file. An entry without ociRegistry is
+			refused (every spoke entry needs one): give it with --oci-registry.
+			The entry's cleanupConfig is written in full, with the chart's
+			documented defaults (purgeKlusterletOperator and forceClusterDrain
+			on, the two others off) unless the --purge-* and
+			--force-cluster-drain flags say otherwise.
+
+			In FleetConfig's addon mode (the chart's default, shown on the hub
+			by the fleetconfig-controller-agent ClusterManagementAddOn) the
+			entry and the Spoke list addOns: [{configName:
+			fleetconfig-controller-agent}]; in unified mode they do not. When
+			the mode cannot be read, add refuses (exit 3). With --apply it
+			creates the Spoke as the chart would, klusterlet.featureGates
+			rendered from the file's fleetConfig.spokeFeatureGates (the chart's
+			default without one), so the join starts now; with --wait it
+			follows the join until the cluster is available.
+
+			For a Spoke that exists already, the new kubeconfig is stored only
+			when its cluster is shown to be the Spoke's: by the stored
+			kubeconfig, or when that secret is gone (purged in addon mode) by
+			the ManagedCluster's id.k8s.io cluster claim against the cluster's
+			own ClusterClaim; otherwise add exits 3 and writes nothing. It never
+			writes a secret the Hub or another Spoke names.
 
 			Running it again with the same arguments changes nothing.`),
 		Example: templates.Examples(`
@@ -109,7 +133,8 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	}
 	fl := cmd.Flags()
 	o.Kubeconfig.addFlags(cmd, "Kubeconfig file of the cluster to register (its current context is used).")
-	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry and the klusterlet's settings from; default the first.")
+	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry, hubRef and the klusterlet's settings from (of hub-as-spoke only ociRegistry and hubRef); default the first that is not hub-as-spoke.")
+	fl.StringVar(&o.OCIRegistry, "oci-registry", "", "The new entry's ociRegistry, as a YAML mapping (e.g. '{endpoint: oci://registry.example.com/mural}'), instead of the copied one.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
 	fl.BoolVar(&o.Apply, "apply", false, "Also create the Spoke on the hub now, as the chart would render it.")
 	fl.BoolVar(&o.Wait, "wait", false, "With --apply: wait until the spoke has joined and is available.")
@@ -131,6 +156,12 @@ func (o *AddOptions) Validate() error {
 	if o.CopyFrom != "" && o.ValuesFile == "" && o.ReleaseFile == "" {
 		return cli.UsageErrorf("--copy-from needs --values or --helmrelease")
 	}
+	if err := o.parseOCIRegistry(); err != nil {
+		return err
+	}
+	if o.Name == fleetconfig.HubAsSpokeName {
+		return cli.Refusedf("%s is the name FleetConfig gives the hub's own cluster (registered in-cluster, without a kubeconfig); nothing was changed: pick another name", o.Name)
+	}
 	if o.Wait && !o.Apply {
 		return cli.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
 	}
@@ -142,6 +173,20 @@ func (o *AddOptions) Validate() error {
 		return err
 	}
 	return o.readFile()
+}
+
+// parseOCIRegistry reads --oci-registry: YAML, a mapping.
+func (o *AddOptions) parseOCIRegistry() error {
+	if o.OCIRegistry == "" {
+		return nil
+	}
+	if o.ValuesFile == "" && o.ReleaseFile == "" {
+		return cli.UsageErrorf("--oci-registry needs --values or --helmrelease: it goes into the new entry")
+	}
+	if err := yaml.Unmarshal([]byte(o.OCIRegistry), &o.ociRegistry); err != nil || len(o.ociRegistry) == 0 {
+		return cli.UsageErrorf("--oci-registry is the entry's ociRegistry as a YAML mapping, e.g. '{endpoint: oci://registry.example.com/mural}'")
+	}
+	return nil
 }
 
 // secretAction is what add does to the spoke's kubeconfig secret.
@@ -193,6 +238,8 @@ type addFacts struct {
 	Spoke *fleetconfig.Spoke
 	// File is the values or HelmRelease file as read (nil: none given).
 	File *values.File
+	// Mode is how the hub's FleetConfig controller runs.
+	Mode fleetMode
 }
 
 // secretHolds is what an existing secret with another kubeconfig holds.
@@ -243,7 +290,11 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 	var entry map[string]any
 	if f.File != nil {
 		kind := f.File.Kind
-		edited, changed, err := values.Add(f.File.Data, kind, values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup})
+		edited, changed, err := values.Add(f.File.Data, kind, values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
+			HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry})
+		if errors.Is(err, values.ErrNoOCIRegistry) {
+			return nil, cli.Refusedf("%s: %w; nothing was changed: give it with --oci-registry '{...}', or --copy-from an entry that has one", f.File.Path, err)
+		}
 		if err != nil {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
 		}
@@ -255,8 +306,11 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
 		}
 	}
-	var err error
-	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, o.Cleanup); err != nil {
+	gates, err := spokeFeatureGates(f.File)
+	if err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, ChartSettings{Cleanup: o.Cleanup, Mode: f.Mode, FeatureGates: gates}); err != nil {
 		return nil, cli.Refusedf("%w; nothing was changed", err)
 	}
 	if o.Apply {
@@ -267,6 +321,27 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// spokeFeatureGates is klusterlet.featureGates as the chart renders it from
+// the file's spokeFeatureGates, or from the chart's default (no file, or
+// none set in it).
+func spokeFeatureGates(f *values.File) (string, error) {
+	gates := chartSpokeFeatureGates
+	if f != nil {
+		g, found, err := values.SpokeFeatureGates(f.Data, f.Kind)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if found {
+			gates = g
+		}
+	}
+	out, err := featureGates(gates)
+	if err != nil && f != nil {
+		return "", fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return out, err
 }
 
 // Run checks everything, then writes.
@@ -296,9 +371,10 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	report.Steps = plan.steps(hub.Namespace, o.Name, o.DryRun)
 	if o.DryRun != cli.DryRunNone {
 		report.Spoke = plan.Spoke
-		shown := plan.Secret.object()
-		shown.Data = map[string][]byte{fleetconfig.DefaultKubeconfigKey: facts.Redacted}
-		report.Secret = shown
+		// Only what add writes: the metadata of a secret already there
+		// (its last-applied-configuration annotation holds the old
+		// kubeconfig, in the clear) is not shown.
+		report.Secret = secretWrite{Namespace: plan.Secret.Namespace, Name: plan.Secret.Name, Key: plan.Secret.Key, Data: facts.Redacted}.object()
 	}
 	if o.Apply && o.Wait && o.DryRun == cli.DryRunNone {
 		if err := hub.WaitJoined(ctx, o.Name, cli.NewDeadline(o.Timeout), p); err != nil {
@@ -307,7 +383,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		}
 		report.Steps = append(report.Steps, Step{"join", "joined and available"})
 	}
-	report.Next = o.next()
+	report.Next = o.next(facts.Hub)
 	return o.print(report)
 }
 
@@ -323,22 +399,25 @@ func (o *AddOptions) print(r *AddReport) error {
 	return nil
 }
 
-func (o *AddOptions) next() string {
+func (o *AddOptions) next(hub *fleetconfig.Hub) string {
 	if o.DryRun != cli.DryRunNone {
 		return "run again without --dry-run to make these changes"
 	}
 	file, _ := o.file()
+	release := hub.Annotations[fleetconfig.HelmReleaseNameAnnotation]
 	switch {
-	case o.Apply && file != "":
-		return "commit " + file + " so the next helm upgrade keeps the spoke"
-	case o.Apply:
-		return "add the spoke to the release's fleetConfig.spokes values, or the next helm upgrade will not know it"
+	case o.ReleaseFile != "" && o.Apply:
+		return "apply " + o.ReleaseFile + " to the hub (or commit it where Flux reads it), so the release keeps the spoke's entry"
 	case o.ReleaseFile != "":
-		return "apply " + o.ReleaseFile + " to the hub (or commit it for Flux), then: kubectl spoke status " + o.Name
+		return "apply " + o.ReleaseFile + " to the hub (or commit it where Flux reads it): Flux's upgrade registers the spoke; then: kubectl spoke status " + o.Name
+	case o.Apply && file != "":
+		return "commit " + file + " and run " + helmUpgrade(release, hub.Namespace, file) + ", so the release keeps the spoke's entry"
 	case file != "":
-		return "helm upgrade the release with " + file + ", then: kubectl spoke status " + o.Name
+		return "run " + helmUpgrade(release, hub.Namespace, file) + ": the upgrade registers the spoke; then: kubectl spoke status " + o.Name
+	case o.Apply:
+		return entryStep(o.Name, release, hub.Namespace, "add") + ", or the next helm upgrade will not know the spoke"
 	}
-	return "add the spoke to fleetConfig.spokes and helm upgrade, or run again with --apply"
+	return entryStep(o.Name, release, hub.Namespace, "add") + ", or run this again with --apply"
 }
 
 // read runs every check that asks a cluster or the file system, and
@@ -348,6 +427,9 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	kc := o.Kubeconfig.kc
 	var err error
 	if f.Hub, err = o.findHub(ctx); err != nil {
+		return nil, err
+	}
+	if f.Mode, err = o.hub.FleetMode(ctx); err != nil {
 		return nil, err
 	}
 	id, err := kc.Reach(ctx)
@@ -374,7 +456,16 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if f.Secret, err = o.hub.Secret(ctx, secretName(o.Name)); err != nil {
 		return nil, err
 	}
-	if s := f.Secret; s != nil && !o.Overwrite && !bytes.Equal(s.Data[fleetconfig.DefaultKubeconfigKey], f.Kubeconfig) {
+	s := f.Secret
+	if s != nil && bytes.Equal(s.Data[fleetconfig.DefaultKubeconfigKey], f.Kubeconfig) {
+		return f, nil
+	}
+	// The secret will be written: never one another component uses, even
+	// when it does not exist (a purged secret is still named).
+	if err := o.hub.refuseSecretInUse(ctx, secretName(o.Name), o.Name, "nothing was changed: pick another name"); err != nil {
+		return nil, err
+	}
+	if s != nil && !o.Overwrite {
 		old, err := kubeconfig.FromSecret(s, fleetconfig.DefaultKubeconfigKey)
 		if err != nil {
 			f.SecretHolds.Unreadable = err
@@ -389,7 +480,8 @@ func secretName(spoke string) string { return spoke + "-kubeconfig" }
 
 // access is what writing the plan needs on the hub.
 func (p *addPlan) access(wait bool, hub *Hub) []cli.Access {
-	var out []cli.Access
+	// Read before: which mode the FleetConfig controller runs in.
+	out := []cli.Access{access("get", ocm.ClusterManagementAddOnResource, "")}
 	switch p.SecretAction {
 	case secretCreate:
 		out = append(out, access("create", secretResource, hub.Namespace))
@@ -458,14 +550,11 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) (*fl
 	if ref == nil || ref.Name != secretName(o.Name) {
 		return nil, cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
-	kc, _, err := o.hub.StoredKubeconfig(ctx, s)
-	switch {
-	case err == nil:
-		if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
-			return nil, cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", o.Name, by)
-		}
-	case cli.IsRefused(err) && !o.Overwrite:
-		return nil, cli.Refusedf("%w; nothing was changed: pass --overwrite to replace it", err)
+	// Whatever the secret holds, or whether it exists at all, the new
+	// credential goes under this Spoke only when its cluster is shown to
+	// be the Spoke's (--overwrite is about the secret, not the Spoke).
+	if _, err := o.hub.proveSameCluster(ctx, s, o.Kubeconfig.kc, id); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

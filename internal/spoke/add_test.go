@@ -36,6 +36,9 @@ func fakeFleet(t *testing.T) *clitest.APIServer {
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 404, notFound)
 	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 404, notFound)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
+	// Unified mode: no agent add-on registered.
+	srv.Respond("GET /apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/fleetconfig-controller-agent", 404, notFound)
 	return srv
 }
 
@@ -181,4 +184,139 @@ func describePlan(t *testing.T, out *strings.Builder, name string, plan any, edi
 			fmt.Fprintf(out, "%s: %s\n", s.What, s.Result)
 		}
 	}
+}
+
+const agentAddOnPath = "GET /apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/fleetconfig-controller-agent"
+
+// In addon mode (the agent add-on registered on the hub) the Spoke add
+// applies lists the agent add-on and the chart's feature gates; a mode
+// that cannot be read refuses.
+func TestAddInAddonMode(t *testing.T) {
+	srv := fakeFleet(t)
+	srv.Respond(agentAddOnPath, 200, `{"apiVersion":"addon.open-cluster-management.io/v1alpha1","kind":"ClusterManagementAddOn","metadata":{"name":"fleetconfig-controller-agent"}}`)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+	code, out, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--apply", "--dry-run=client", "-o", "json")
+	assert.Assert(t, is.Equal(code, cli.ExitOK), errOut)
+	var r AddReport
+	assert.NilError(t, json.Unmarshal([]byte(out), &r))
+	assert.Check(t, is.DeepEqual(r.Spoke.Spec.AddOns, []fleetconfig.AddOn{{ConfigName: fleetconfig.AgentAddOn}}))
+	assert.Check(t, is.Equal(r.Spoke.Spec.Klusterlet.FeatureGates, "ClusterClaim=true,RawFeedbackJsonString=true"))
+
+	for _, code := range []int{403, 503} {
+		srv.Respond(agentAddOnPath, code, fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"answer %d","code":%d}`, code, code))
+		got, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--apply")
+		assert.Check(t, is.Equal(got, cli.ExitRefused), errOut)
+		assert.Check(t, is.Contains(errOut, "cannot tell whether the hub's FleetConfig controller runs in addon mode"))
+	}
+	assert.Check(t, is.Len(writes(srv), 0))
+}
+
+// existingSpoke1 is spoke-1 registered with its secret spoke-1-kubeconfig.
+const existingSpoke1 = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig","kubeconfigKey":"kubeconfig"}},"cleanupConfig":{"purgeKubeconfigSecret":true}}}`
+
+func managedClusterWithClaim(claim string) string {
+	claims := ""
+	if claim != "" {
+		claims = `,"clusterClaims":[{"name":"id.k8s.io","value":"` + claim + `"}]`
+	}
+	return `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"spoke-1"},"status":{"conditions":[]` + claims + `}}`
+}
+
+// A purged secret is no way in: add of an existing Spoke whose secret is
+// gone stores the new credential only when the cluster is shown to be the
+// Spoke's another way (its id.k8s.io claim), else refuses writing nothing.
+func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
+	for name, tc := range map[string]struct {
+		hubClaim, clusterClaim string
+		want                   int
+		wantErr                string
+	}{
+		"no claim on the hub":     {"", "c-1", cli.ExitRefused, "its kubeconfig secret spoke-1-kubeconfig is gone"},
+		"no claim on the cluster": {"c-1", "", cli.ExitRefused, "ClusterClaim cannot be read: there is none"},
+		"another cluster":         {"c-1", "c-2", cli.ExitRefused, "already exists for another cluster"},
+		"the same cluster":        {"c-1", "c-1", cli.ExitOK, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := fakeFleet(t)
+			srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, existingSpoke1)
+			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterWithClaim(tc.hubClaim))
+			// The new kubeconfig reaches the same fake server: its ClusterClaim.
+			if tc.clusterClaim != "" {
+				srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 200,
+					`{"apiVersion":"cluster.open-cluster-management.io/v1alpha1","kind":"ClusterClaim","metadata":{"name":"id.k8s.io"},"spec":{"value":"`+tc.clusterClaim+`"}}`)
+			} else {
+				srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 404, notFound)
+			}
+			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
+			code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
+			assert.Check(t, is.Equal(code, tc.want), errOut)
+			if tc.want != cli.ExitOK {
+				assert.Check(t, is.Contains(errOut, tc.wantErr))
+				assert.Check(t, is.Contains(errOut, "nothing was changed"))
+				assert.Check(t, is.Len(writes(srv), 0))
+				return
+			}
+			assert.Check(t, is.DeepEqual(writes(srv), []string{"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke"}))
+		})
+	}
+}
+
+// A dry run shows the secret add writes, not the metadata of the one there:
+// its last-applied-configuration annotation holds the old kubeconfig.
+func TestAddDryRunShowsNoneOfTheExistingSecretsMetadata(t *testing.T) {
+	srv := fakeFleet(t)
+	old := `apiVersion: v1\\nkind: Config\\nusers: [{name: u, user: {token: OLD-TOKEN}}]`
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system","resourceVersion":"9","labels":{"team":"x"},"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"`+old+`"},"managedFields":[{"manager":"kubectl"}]},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString([]byte("notes"))+`"}}`)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system"}}]}`)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
+	for _, format := range []string{"json", "yaml"} {
+		code, out, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite", "--dry-run=client", "-o", format)
+		assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+		for _, leak := range []string{"last-applied", "OLD-TOKEN", "managedFields", "team", "resourceVersion"} {
+			assert.Check(t, !strings.Contains(out, leak), "%s output shows %q:\n%s", format, leak, out)
+		}
+		assert.Check(t, is.Contains(out, "spoke-1-kubeconfig"))
+	}
+}
+
+// add --overwrite never writes over a secret the Hub or another Spoke uses.
+func TestAddOverwriteRefusesASecretOthersUse(t *testing.T) {
+	srv := fakeFleet(t)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system","resourceVersion":"9"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString([]byte("notes"))+`"}}`)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}]}`)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[{"metadata":{"name":"spoke-9","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"other"}},"klusterlet":{"managedClusterKubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}}]}`)
+	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
+	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Contains(errOut, "is the kubeconfig of Hub hub and the managedClusterKubeconfig of spoke spoke-9"))
+	assert.Check(t, is.Len(writes(srv), 0))
+}
+
+// The next step names the helm upgrade (or the Flux manifest) that keeps
+// the spoke registered.
+func TestAddNextStepNamesTheUpgrade(t *testing.T) {
+	hub := planHub()
+	o := &AddOptions{writeTarget: writeTarget{Name: "spoke-2", ValuesFile: "values.yaml"}}
+	assert.Check(t, is.Contains(o.next(hub), "run `helm upgrade mural CHART -n mural-system -f values.yaml`"))
+	o.Apply = true
+	assert.Check(t, is.Contains(o.next(hub), "`helm upgrade mural CHART -n mural-system -f values.yaml`"))
+	o.ValuesFile = ""
+	assert.Check(t, is.Contains(o.next(hub), "the entry `- name: spoke-2` to fleetConfig.spokes"))
+	assert.Check(t, is.Contains(o.next(hub), "Flux"))
+	o.ReleaseFile = "mural.yaml"
+	assert.Check(t, is.Contains(o.next(hub), "apply mural.yaml to the hub (or commit it where Flux reads it)"))
+}
+
+// hub-as-spoke is the hub's own cluster to FleetConfig: add refuses the
+// name before any request.
+func TestAddRefusesTheNameHubAsSpoke(t *testing.T) {
+	srv := fakeFleet(t)
+	code, _, errOut := runSpoke(srv, "add", "hub-as-spoke", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Len(srv.Requests(), 0))
 }

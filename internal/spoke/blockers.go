@@ -24,7 +24,8 @@ type RemovalBlockers struct {
 	// Placed: placement works while forceClusterDrain is off.
 	Placed []string
 	// Kept: with forceClusterDrain, works whose placement keeps the
-	// cluster despite the workload-cleanup taint ("work (placement ns/name)").
+	// cluster despite the workload-cleanup taint ("work (placement ns/name)"),
+	// or cannot be found.
 	Kept []string
 }
 
@@ -48,7 +49,13 @@ func FindRemovalBlockers(s *fleetconfig.Spoke, works []ocm.ManifestWork, placeme
 		case !s.Spec.CleanupConfig.ForceClusterDrain:
 			b.Placed = append(b.Placed, w.Name)
 		default:
-			for _, p := range ocm.PlacementsOf(w.Labels, placements) {
+			ps := ocm.PlacementsOf(w.Labels, placements)
+			if len(ps) == 0 {
+				// Nothing shows the work will leave: it stays, as far as
+				// anyone can tell.
+				b.Kept = append(b.Kept, fmt.Sprintf("%s (its placement %s cannot be found)", w.Name, w.Labels[ocm.PlacementLabel]))
+			}
+			for _, p := range ps {
 				if ocm.Misconfigured(p.Spec.Tolerations) != "" {
 					continue
 				}
@@ -72,7 +79,7 @@ func (b RemovalBlockers) Refusal(name string) error {
 		return cli.Refusedf("spoke %s still has ManifestWorks its placements put there (%s), and with cleanupConfig.forceClusterDrain off the hub will not unjoin it while they exist; nothing was changed: run `kubectl fleetdrain cluster %s` first (or `kubectl spoke set %s cleanupConfig.forceClusterDrain=true`), then run this again",
 			name, strings.Join(b.Placed, ", "), name, name)
 	case len(b.Kept) > 0:
-		return cli.Refusedf("spoke %s has ManifestWorks whose placements tolerate the %s taint, so they stay and the hub will not unjoin it: %s; nothing was changed: delete them or change those placements, then run this again",
+		return cli.Refusedf("spoke %s has ManifestWorks whose placements tolerate the %s taint or cannot be found, so nothing shows they leave and the hub will not unjoin it while they stay: %s; nothing was changed: delete them or change those placements, then run this again",
 			name, TaintWorkloadCleanup, strings.Join(b.Kept, ", "))
 	}
 	return nil

@@ -52,6 +52,12 @@ func TestRemovalBlockers(t *testing.T) {
 	b = FindRemovalBlockers(&on, placed[:1], placements, nil, now)
 	assert.NilError(t, b.Refusal("spoke-1"), "the web work leaves with the taint")
 
+	// A placement that cannot be found shows nothing: its work stays.
+	b = FindRemovalBlockers(&on, placed[:1], placements[1:], nil, now)
+	assert.DeepEqual(t, b, RemovalBlockers{Kept: []string{"web (its placement web cannot be found)"}})
+	b = FindRemovalBlockers(&on, placed[:1], nil, nil, now)
+	assert.Check(t, b.Refusal("spoke-1") != nil, "no placements listed at all")
+
 	b = FindRemovalBlockers(&on, append(placed, work("hand-made", "")), placements, nil, now)
 	assert.DeepEqual(t, b.HandMade, []string{"hand-made"})
 	assert.Check(t, is.Contains(b.Refusal("spoke-1").Error(), "kubectl delete manifestwork -n spoke-1 hand-made"), "hand-made works come first")

@@ -24,7 +24,13 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 
 			Run it against the hub cluster: the kubeconfig flags select the hub,
 			and -n the namespace of the fleet's release (by default the namespace
-			of the fleet's Hub resource).`),
+			of the fleet's Hub resource).
+
+			Spokes a PaletteAI Compute Pool registers are left to it: one with an
+			owner reference of kind ComputePool, or the label
+			spectrocloud.com/compute-pool, is refused (exit 3) by every command
+			that changes spokes. FleetConfig's addon mode (the chart's default)
+			and unified mode are both supported; see add and status.`),
 		Example: templates.Examples(`
 			# Register a cluster and wait until it joined
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --values values.yaml --apply --wait

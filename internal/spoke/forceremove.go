@@ -2,12 +2,11 @@ package spoke
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -39,14 +38,23 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			was on the cluster stays there; the command prints what that may be
 			and how to remove it.
 
-			It goes ahead only when the spoke is shown to be unreachable: the hub
-			reports its ManagedCluster's Available condition False or Unknown, or
-			its API server does not answer at all (connection failed or timed
-			out). Refused (exit 3) for a spoke that answers (remove it with
-			kubectl spoke remove, or pass --even-if-reachable), and when that
-			cannot be found out: the ManagedCluster or the kubeconfig secret
-			cannot be read (403, 503, ...) or the API server answers with an
-			error. Asks for confirmation unless --yes.
+			It goes ahead only when the hub cannot reach the spoke: the hub
+			reports its ManagedCluster's Available condition False or Unknown.
+			That view alone decides: a dial from this machine that fails says
+			nothing about the hub's own path to the spoke, so it never makes a
+			reachable spoke unreachable. Refused (exit 3) for a spoke the hub
+			reports available (remove it with kubectl spoke remove, or pass
+			--even-if-reachable), and when that cannot be found out: no
+			ManagedCluster, no Available condition yet, or it cannot be read
+			(403, 503, ...). The confirmation (skipped with --yes) shows the
+			condition, its reason and since when; the check runs again after it,
+			so a spoke that came back meanwhile is not removed. A spoke whose
+			hub only lost contact (Unknown) gets the reminder that a
+			disconnected spoke recovers by itself once connectivity returns.
+
+			The stored kubeconfig is not needed: in addon mode it may have been
+			purged once the agent took over. Whatever stays on the cluster is
+			removed there with the cluster's own admin kubeconfig.
 
 			With --values (or --helmrelease) the spoke's fleetConfig.spokes entry
 			is removed from that file too, as remove does. A spoke a Helm release
@@ -70,132 +78,100 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	return cmd
 }
 
-// Run checks that the spoke is unreachable, confirms, then carries out the
-// removal.
+// Run checks that the hub cannot reach the spoke, confirms showing why,
+// checks again, then carries out the removal.
 func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 	return o.run(ctx, removal{
 		Kind:  "SpokeForceRemove",
 		Check: o.refuseReachable,
 		Force: true,
 		Wait:  true,
-		Confirm: func(ctx context.Context) error {
-			return cli.Confirm(ctx, o.IOStreams, fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster?", o.Name), o.Yes || o.DryRun == cli.DryRunServer)
+		Confirm: func(ctx context.Context, evidence []string) error {
+			q := fmt.Sprintf("Force-remove spoke %s, leaving whatever is on its cluster? (%s)", o.Name, strings.Join(evidence, "; "))
+			return cli.Confirm(ctx, o.IOStreams, q, o.Yes || o.DryRun == cli.DryRunServer)
 		},
 		AfterTimeout: "run the same command again to keep waiting",
 	})
 }
 
-// refuseReachable refuses a spoke not shown to be unreachable, unless
-// --even-if-reachable.
-func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error {
-	if o.EvenIfReachable {
-		return nil
+// refuseReachable refuses a spoke the hub does not show unreachable,
+// unless --even-if-reachable; it returns the evidence.
+func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) ([]string, error) {
+	var r Reachability
+	r.ManagedCluster, r.Err = hub.ManagedCluster(ctx, s.Name)
+	unreachable, evidence, err := r.Verdict()
+	switch {
+	case o.EvenIfReachable && err == nil:
+		return []string{evidence + "; --even-if-reachable given"}, nil
+	case o.EvenIfReachable:
+		return []string{fmt.Sprintf("the hub's view could not be read (%v); --even-if-reachable given", err)}, nil
+	case err != nil:
+		return nil, cli.Refusedf("cannot tell whether the hub can reach spoke %s: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+	case !unreachable:
+		return nil, cli.Refusedf("spoke %s is reachable: %s; nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, evidence, o.Name)
 	}
-	unreachable, reason, err := hub.reachability(ctx, s).Verdict()
-	if err != nil {
-		return cli.Refusedf("cannot tell whether spoke %s is unreachable: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+	out := []string{evidence}
+	if hint := disconnectedHint(r.ManagedCluster); hint != "" {
+		out = append(out, hint)
 	}
-	if !unreachable {
-		return cli.Refusedf("spoke %s is reachable (%s); nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, reason, o.Name)
+	return out, nil
+}
+
+// Reachability is the hub's view of whether it can reach a spoke: its
+// ManagedCluster, kept up to date by the lease the spoke's agent renews.
+// Only that view decides: the operator's machine failing to dial the
+// spoke's API server says nothing about the hub's path to it (another
+// network, a firewall, a stale kubeconfig), and a reachable spoke must
+// never be force-removed behind its agent's back.
+type Reachability struct {
+	// ManagedCluster is nil when the hub has none.
+	ManagedCluster *ocm.ManagedCluster
+	// Err is the failure to read it.
+	Err error
+}
+
+// Verdict decides whether the hub cannot reach the spoke: its
+// ManagedCluster's Available condition is False or Unknown. The evidence
+// says so, with the condition's reason, message and time. Anything short
+// of that view (no ManagedCluster, no condition yet, a read error) is an
+// error: the check could not check.
+func (r Reachability) Verdict() (unreachable bool, evidence string, err error) {
+	if r.Err != nil {
+		return false, "", r.Err
+	}
+	if r.ManagedCluster == nil {
+		return false, "", fmt.Errorf("the hub has no ManagedCluster for it, so no view of whether it can reach the cluster (a spoke that never joined needs no force: kubectl spoke remove)")
+	}
+	c := availableCondition(r.ManagedCluster)
+	if c == nil {
+		return false, "", fmt.Errorf("the hub has not judged whether it can reach the cluster yet (its ManagedCluster has no %s condition)", ocm.ManagedClusterConditionAvailable)
+	}
+	evidence = fmt.Sprintf("the hub reports its ManagedCluster's Available condition %s since %s", c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339))
+	if c.Reason != "" || c.Message != "" {
+		evidence += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+	}
+	return c.Status == metav1.ConditionFalse || c.Status == metav1.ConditionUnknown, evidence, nil
+}
+
+func availableCondition(mc *ocm.ManagedCluster) *metav1.Condition {
+	for i := range mc.Status.Conditions {
+		if mc.Status.Conditions[i].Type == ocm.ManagedClusterConditionAvailable {
+			return &mc.Status.Conditions[i]
+		}
 	}
 	return nil
 }
 
-// Reachability is what force-remove found out about whether a spoke can
-// be reached: the hub's view (its ManagedCluster) and, when the hub still
-// calls it available, whether its API server answers.
-type Reachability struct {
-	// ManagedCluster is nil when the hub has none.
-	ManagedCluster    *ocm.ManagedCluster
-	ManagedClusterErr error
-	// KubeconfigErr is the failure to read the stored kubeconfig.
-	KubeconfigErr error
-	APIServer     string
-	// APIServerErr is nil when the API server answered.
-	APIServerErr error
-}
-
-// reachability reads what Verdict decides on; it asks the spoke's API server
-// only when the hub does not already show the spoke unavailable.
-func (h *Hub) reachability(ctx context.Context, s *fleetconfig.Spoke) Reachability {
-	var r Reachability
-	r.ManagedCluster, r.ManagedClusterErr = h.ManagedCluster(ctx, s.Name)
-	if r.ManagedClusterErr != nil || hubSeesUnavailable(r.ManagedCluster) != "" {
-		return r
-	}
-	kc, _, err := h.StoredKubeconfig(ctx, s)
-	if err != nil {
-		r.KubeconfigErr = err
-		return r
-	}
-	r.APIServer = kc.Server
-	_, r.APIServerErr = kc.Reach(ctx)
-	return r
-}
-
-// hubSeesUnavailable is the ManagedCluster's Available status when it is
-// False or Unknown: the hub lost the spoke.
-func hubSeesUnavailable(mc *ocm.ManagedCluster) string {
+// disconnectedHint is the product's word on a spoke whose hub lost
+// contact (Available Unknown): it comes back by itself ("" otherwise).
+func disconnectedHint(mc *ocm.ManagedCluster) string {
 	if mc == nil {
 		return ""
 	}
-	// A cluster without the condition yet has not been judged: no evidence.
-	for _, c := range mc.Status.Conditions {
-		if c.Type == ocm.ManagedClusterConditionAvailable && (c.Status == metav1.ConditionFalse || c.Status == metav1.ConditionUnknown) {
-			return string(c.Status)
-		}
+	if c := availableCondition(mc); c == nil || c.Status != metav1.ConditionUnknown {
+		return ""
 	}
-	return ""
-}
-
-// Verdict decides whether a spoke is unreachable. Only positive evidence
-// counts: the hub reports it not available, or its API server does not
-// answer at all (no connection, or a timeout). Any other failure to find out
-// (403, 503, an unreadable secret, a server that answers with an error) is
-// an error: the check could not check.
-func (r Reachability) Verdict() (unreachable bool, reason string, err error) {
-	if r.ManagedClusterErr != nil {
-		return false, "", r.ManagedClusterErr
-	}
-	if st := hubSeesUnavailable(r.ManagedCluster); st != "" {
-		return true, "the hub reports its ManagedCluster's Available is " + st, nil
-	}
-	if r.KubeconfigErr != nil {
-		return false, "", fmt.Errorf("the hub still reports it available, and its API server cannot be asked: %w", r.KubeconfigErr)
-	}
-	hubView := "the hub reports its ManagedCluster available"
-	if r.ManagedCluster == nil {
-		hubView = "the hub has no ManagedCluster for it"
-	}
-	switch {
-	case r.APIServerErr == nil:
-		return false, hubView + " and its API server " + r.APIServer + " answers", nil
-	case noAnswer(r.APIServerErr):
-		return true, "its API server " + r.APIServer + " does not answer: " + r.APIServerErr.Error(), nil
-	}
-	return false, "", fmt.Errorf("%s, and its API server %s answered with an error, which does not show it is gone: %w", hubView, r.APIServer, r.APIServerErr)
-}
-
-// noAnswer says whether err means nothing answered: the connection failed
-// or timed out. An HTTP or TLS answer, even an error, means something is there.
-func noAnswer(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return false
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return true
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) && dns.IsNotFound
+	return "a spoke that is only disconnected recovers by itself: once connectivity returns its agents reconnect to the hub, pick up pending changes and report again, without re-registering; force-remove only a spoke lost for good"
 }
 
 // Leftovers lists what a force-removed spoke may leave on its cluster, with

@@ -2,13 +2,12 @@ package spoke
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -26,36 +25,33 @@ import (
 func clusterAvailable(status metav1.ConditionStatus) *ocm.ManagedCluster {
 	mc := &ocm.ManagedCluster{}
 	if status != "" {
-		mc.Status.Conditions = []metav1.Condition{{Type: ocm.ManagedClusterConditionAvailable, Status: status}}
+		mc.Status.Conditions = []metav1.Condition{{Type: ocm.ManagedClusterConditionAvailable, Status: status, Reason: "ManagedClusterLeaseUpdateStopped",
+			Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.NewTime(now)}}
 	}
 	return mc
 }
 
+// Only the hub's view decides; what it cannot show is an error, never a
+// verdict.
 func TestReachabilityVerdict(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "managedclusters"}, "spoke-1", errors.New("no"))
 	unavailable := apierrors.NewServiceUnavailable("etcd is down")
-	refused := fmt.Errorf("the API server https://10.0.0.1:6443 did not answer: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
-	timeout := fmt.Errorf("the API server did not answer: %w", context.DeadlineExceeded)
 	for name, tc := range map[string]struct {
 		in          Reachability
 		unreachable bool
-		want        string // in the reason, or in the error when wantErr
+		want        string // in the evidence, or in the error when wantErr
 		wantErr     bool
 	}{
-		"hub says not available":        {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionFalse)}, true, "Available is False", false},
-		"hub lost contact":              {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionUnknown)}, true, "Available is Unknown", false},
-		"managed cluster unreadable":    {Reachability{ManagedClusterErr: forbidden}, false, "forbidden", true},
-		"managed cluster 503":           {Reachability{ManagedClusterErr: unavailable}, false, "etcd is down", true},
-		"available, server answers":     {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue), APIServer: "https://s"}, false, "answers", false},
-		"available, connection refused": {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue), APIServer: "https://s", APIServerErr: refused}, true, "connection refused", false},
-		"available, timeout":            {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue), APIServer: "https://s", APIServerErr: timeout}, true, "does not answer", false},
-		"available, server says 403":    {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue), APIServer: "https://s", APIServerErr: forbidden}, false, "answered with an error", true},
-		"available, secret unreadable":  {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue), KubeconfigErr: forbidden}, false, "forbidden", true},
-		"no managed cluster, refused":   {Reachability{APIServer: "https://s", APIServerErr: refused}, true, "connection refused", false},
-		"no condition yet, answers":     {Reachability{ManagedCluster: clusterAvailable(""), APIServer: "https://s"}, false, "answers", false},
+		"hub says not available":     {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionFalse)}, true, "Available condition False since 2026-11-30T12:00:00Z (ManagedClusterLeaseUpdateStopped: Registration agent stopped updating its lease.)", false},
+		"hub lost contact":           {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionUnknown)}, true, "Available condition Unknown", false},
+		"hub says available":         {Reachability{ManagedCluster: clusterAvailable(metav1.ConditionTrue)}, false, "Available condition True", false},
+		"managed cluster unreadable": {Reachability{Err: forbidden}, false, "forbidden", true},
+		"managed cluster 503":        {Reachability{Err: unavailable}, false, "etcd is down", true},
+		"no managed cluster":         {Reachability{}, false, "no ManagedCluster", true},
+		"no condition yet":           {Reachability{ManagedCluster: clusterAvailable("")}, false, "has not judged", true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			unreachable, reason, err := tc.in.Verdict()
+			unreachable, evidence, err := tc.in.Verdict()
 			if tc.wantErr {
 				assert.ErrorContains(t, err, tc.want)
 				assert.Check(t, !unreachable)
@@ -63,9 +59,60 @@ func TestReachabilityVerdict(t *testing.T) {
 			}
 			assert.NilError(t, err)
 			assert.Check(t, is.Equal(unreachable, tc.unreachable))
-			assert.Check(t, is.Contains(reason, tc.want))
+			assert.Check(t, is.Contains(evidence, tc.want))
 		})
 	}
+}
+
+const forceRemoveSpoke = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}`
+
+func managedClusterJSON(available string) string {
+	return `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"spoke-1"},"status":{"conditions":[{"type":"ManagedClusterConditionAvailable","status":"` + available + `","reason":"x","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`
+}
+
+// A spoke the hub reports available is not force-removed because its API
+// server does not answer from here: the secret's kubeconfig points at a
+// closed port, and the real error chain of a failed dial reaches nothing.
+func TestForceRemoveRefusesASpokeTheHubReachesEvenIfThisMachineCannot(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, forceRemoveSpoke)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("True"))
+	dead, err := os.ReadFile(clitest.UnreachableKubeconfig(t))
+	assert.NilError(t, err)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString(dead)+`"}}`)
+	code, _, errOut := runSpoke(srv, "force-remove", "spoke-1", "--yes")
+	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Contains(errOut, "spoke spoke-1 is reachable: the hub reports its ManagedCluster's Available condition True"))
+	assert.Check(t, is.Len(writes(srv), 0))
+}
+
+// The answer to the confirmation may come long after the check: the check
+// runs again, and a spoke that came back meanwhile is left alone.
+func TestForceRemoveChecksAgainAfterTheConfirmation(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, forceRemoveSpoke)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("Unknown"))
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+	root, f := cli.NewRoot(cli.Plugin{Name: "spoke"}, streams)
+	assert.NilError(t, root.PersistentFlags().Set("kubeconfig", srv.Kubeconfig))
+	assert.NilError(t, root.PersistentFlags().Set("namespace", "mural-system"))
+	o := &ForceRemoveOptions{removalOptions: newRemovalOptions(f, streams)}
+	o.Name = "spoke-1"
+	var asked []string
+	err := o.run(context.Background(), removal{Kind: "SpokeForceRemove", Check: o.refuseReachable, Force: true,
+		Confirm: func(_ context.Context, evidence []string) error {
+			asked = evidence
+			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("True"))
+			return nil
+		}})
+	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), errOut)
+	assert.Check(t, is.ErrorContains(err, "checked again after the confirmation: spoke spoke-1 is reachable"))
+	assert.Check(t, is.Len(writes(srv), 0))
+	assert.Assert(t, is.Len(asked, 2))
+	assert.Check(t, is.Contains(asked[0], "Available condition Unknown since 2026-11-30T12:00:00Z"))
+	assert.Check(t, is.Contains(asked[1], "recovers by itself"), "an Unknown spoke gets the hint")
 }
 
 // Through the command: a ManagedCluster the hub does not let us read is no

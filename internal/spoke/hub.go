@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -110,9 +111,16 @@ func (h *Hub) spokeNotFound(name string) error {
 	return fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
 }
 
-// StoredKubeconfig reads the kubeconfig a Spoke's secret holds, and the
-// secret. Anyone who may write the secret wrote the kubeconfig: the loader
-// refuses (exit 3) one that would run a program or read a local file.
+// errNoSecret is a Spoke's kubeconfig secret not existing: in addon mode
+// the normal state once the agent took over and cleanupConfig
+// .purgeKubeconfigSecret had it deleted. It proves nothing either way.
+var errNoSecret = errors.New("the kubeconfig secret does not exist")
+
+// StoredKubeconfig reads the kubeconfig a Spoke's secret holds (its
+// spec.kubeconfig.context, as FleetConfig reads it), and the secret. Anyone
+// who may write the secret wrote the kubeconfig: the loader refuses (exit
+// 3) one that would run a program or read a local file. A secret that does
+// not exist is errNoSecret; one that cannot be read, the API's error.
 func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
@@ -123,13 +131,13 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 		return nil, nil, err
 	}
 	if sec == nil {
-		return nil, nil, fmt.Errorf("the kubeconfig secret %s/%s of spoke %s does not exist", h.Namespace, ref.Name, s.Name)
+		return nil, nil, fmt.Errorf("%w: spoke %s names secret %s/%s", errNoSecret, s.Name, h.Namespace, ref.Name)
 	}
 	key := ref.KubeconfigKey
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	kc, err := kubeconfig.FromSecret(sec, key)
+	kc, err := kubeconfig.FromSecretContext(sec, key, s.Spec.Kubeconfig.Context)
 	return kc, sec, err
 }
 

@@ -54,10 +54,35 @@ func helmOwnership(s *fleetconfig.Spoke, hub *fleetconfig.Hub) {
 	}
 }
 
-// helmWarning is a removal's warning for a Spoke a Helm release renders,
-// when no file was given to remove its entry from.
-func helmWarning(name, release string) string {
-	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values; remove its entry there (run this again with --values FILE or --helmrelease FILE, or edit the file) and run helm upgrade, or the next upgrade registers it again", name, release)
+// helmUpgrade is the command that applies a values file to the release.
+func helmUpgrade(release, ns, file string) string {
+	if release == "" {
+		release = "RELEASE"
+	}
+	return fmt.Sprintf("`helm upgrade %s CHART -n %s -f %s` (CHART: the chart the release runs)", release, ns, file)
+}
+
+// entryStep is how the spoke's entry gets into (verb "add") or out of
+// (verb "remove") the values the release renders its Spokes from, with
+// Helm or with Flux.
+func entryStep(name, release, ns, verb string) string {
+	into, flux := "to", "to"
+	if verb == "remove" {
+		into, flux = "from", "from"
+	}
+	return fmt.Sprintf("%s the entry `- name: %s` %s fleetConfig.spokes of the release's values and run %s (Flux: %s spec.values.fleetConfig.spokes of its HelmRelease, then apply or commit that manifest)",
+		verb, name, into, helmUpgrade(release, ns, "VALUES"), flux)
+}
+
+// helmWarning is a removal's warning when no file was given to remove the
+// spoke's entry from: the entry would register it again on the next
+// upgrade. A Spoke without Helm's marks may still have one (made by add
+// --apply, with the entry added by hand later).
+func helmWarning(name, release, ns string) string {
+	if release == "" {
+		return fmt.Sprintf("Warning: spoke %s carries no Helm release marks, but if the fleet's values list it, the next helm upgrade registers it again: %s", name, entryStep(name, release, ns, "remove"))
+	}
+	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values, and the next helm upgrade registers it again unless you %s; or run this again with --values FILE or --helmrelease FILE", name, release, entryStep(name, release, ns, "remove"))
 }
 
 // helmElsewhereWarning is a removal's warning for a Spoke a Helm release

@@ -120,10 +120,12 @@ type removalPlan struct {
 	UID         types.UID        `json:"uid,omitempty"`
 	ForceDelete annotationAction `json:"forceDelete"`
 	// Patch sets the annotation (see forceDeletePatch).
-	Patch      []api.PatchOp `json:"patch,omitempty"`
-	Values     entryRemoval  `json:"values"`
-	fileEdit   `json:"-"`
-	Warning    string   `json:"warning,omitempty"`
+	Patch    []api.PatchOp `json:"patch,omitempty"`
+	Values   entryRemoval  `json:"values"`
+	fileEdit `json:"-"`
+	Warning  string `json:"warning,omitempty"`
+	// HubAsSpoke says what removing hub-as-spoke does (empty for others).
+	HubAsSpoke string   `json:"hubAsSpoke,omitempty"`
 	Wait       bool     `json:"wait"`
 	Leftovers  []string `json:"leftovers,omitempty"`
 	ValuesPath string   `json:"valuesPath,omitempty"`
@@ -162,15 +164,21 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 			p.Edited, p.Values = edited, entryRemovalRemove
 		}
 	}
-	if release := helmRelease(s); release != "" {
-		switch p.Values {
-		case entryRemovalNoFile:
-			p.Warning = helmWarning(in.Name, release)
-		case entryRemovalNoEntry:
-			p.Warning = helmElsewhereWarning(in.Name, release, in.File)
-		}
+	switch release := helmRelease(s); {
+	case p.Values == entryRemovalNoFile:
+		p.Warning = helmWarning(in.Name, release, in.Namespace)
+	case p.Values == entryRemovalNoEntry && release != "":
+		p.Warning = helmElsewhereWarning(in.Name, release, in.File)
+	}
+	if s != nil && s.IsHubAsSpoke() && p.Deletion == deletionDelete {
+		p.HubAsSpoke = hubAsSpokeRemoval(s.Name)
 	}
 	return p, nil
+}
+
+// hubAsSpokeRemoval names what deleting the hub's own Spoke does.
+func hubAsSpokeRemoval(name string) string {
+	return fmt.Sprintf("spoke %s is the hub's own cluster: deleting it unjoins the hub from its own fleet (the klusterlet and its agents leave the hub cluster, and what placements put there through OCM goes); the hub itself keeps running", name)
 }
 
 // helmRelease is the Helm release that renders s ("" when none, or no s).
@@ -302,13 +310,16 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 type removal struct {
 	// Kind is the report's kind.
 	Kind string
-	// Check refuses the removal of an existing Spoke, before anything changes.
-	Check func(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error
+	// Check refuses the removal of an existing Spoke, before anything
+	// changes; what it found is shown in the confirmation.
+	Check func(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) (evidence []string, err error)
 	// Force annotates the Spoke for force-delete first.
 	Force bool
 	Wait  bool
-	// Confirm, when set, asks before the first write to an existing Spoke.
-	Confirm func(ctx context.Context) error
+	// Confirm, when set, asks before the first write to an existing Spoke,
+	// showing the evidence; Check then runs again, since the answer may
+	// come long after the first check.
+	Confirm func(ctx context.Context, evidence []string) error
 	// AfterTimeout is what to do when the wait runs out.
 	AfterTimeout string
 }
@@ -323,8 +334,9 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err != nil {
 		return err
 	}
+	var evidence []string
 	if s != nil {
-		if err := how.Check(ctx, hub, s); err != nil {
+		if evidence, err = how.Check(ctx, hub, s); err != nil {
 			return err
 		}
 	}
@@ -335,15 +347,26 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
 		return err
 	}
+	var warnings []string
+	if plan.HubAsSpoke != "" {
+		// Said before anything happens, and part of the question.
+		warnings = append(warnings, "Warning: "+plan.HubAsSpoke)
+		evidence = append(evidence, plan.HubAsSpoke)
+		fmt.Fprintln(o.ErrOut, warnings[0])
+	}
 	if how.Confirm != nil && s != nil && o.DryRun != cli.DryRunClient {
-		if err := how.Confirm(ctx); err != nil {
+		if err := how.Confirm(ctx, evidence); err != nil {
 			return err
+		}
+		if _, err := how.Check(ctx, hub, s); err != nil {
+			return fmt.Errorf("checked again after the confirmation: %w", err)
 		}
 	}
 	if err := hub.applyRemoval(ctx, plan, o.DryRun); err != nil {
 		return err
 	}
 	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun)}
+	r.Warnings = warnings
 	if plan.Warning != "" {
 		r.Warnings = append(r.Warnings, plan.Warning)
 		fmt.Fprintln(o.ErrOut, plan.Warning)

@@ -132,3 +132,20 @@ func TestPlanRemovalRefusesAFileItCannotEdit(t *testing.T) {
 	assert.ErrorContains(t, err, "nothing was changed")
 	assert.Check(t, cli.IsRefused(err))
 }
+
+// Removing hub-as-spoke (by name or in-cluster credentials) names what it
+// does; any other spoke gets no such line.
+func TestPlanRemovalNamesWhatRemovingHubAsSpokeDoes(t *testing.T) {
+	for _, s := range []fleetconfig.Spoke{
+		newSpoke(fleetconfig.HubAsSpokeName),
+		newSpoke("local", func(s *fleetconfig.Spoke) { s.Spec.Kubeconfig = fleetconfig.Kubeconfig{InCluster: true} }),
+	} {
+		p, err := planRemoval(removalInput{Namespace: "mural-system", Name: s.Name, Spoke: &s})
+		assert.NilError(t, err)
+		assert.Check(t, is.Contains(p.HubAsSpoke, "unjoins the hub from its own fleet"), s.Name)
+	}
+	s := newSpoke("spoke-1")
+	p, err := planRemoval(removalInput{Namespace: "mural-system", Name: s.Name, Spoke: &s})
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(p.HubAsSpoke, ""))
+}

@@ -94,26 +94,38 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 
 // refuseBlockedRemoval refuses, before anything changes, a removal the hub
 // would wait on forever (FindRemovalBlockers).
-func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) error {
+func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) ([]string, error) {
 	works, err := hub.ManifestWorks(ctx, s.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	b, err := hub.removalBlockers(ctx, s, works)
+	if err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
+	}
+	return nil, b.Refusal(s.Name)
+}
+
+// removalBlockers reads what FindRemovalBlockers needs beyond the works:
+// with forceClusterDrain and placement works, the placements and the
+// ManagedCluster's taints.
+func (h *Hub) removalBlockers(ctx context.Context, s *fleetconfig.Spoke, works []ocm.ManifestWork) (RemovalBlockers, error) {
 	var placements []ocm.Placement
 	var taints []ocm.Taint
 	if s.Spec.CleanupConfig.ForceClusterDrain && slices.ContainsFunc(works, func(w ocm.ManifestWork) bool { return w.IsPlacementWork() }) {
-		if placements, err = hub.Placements(ctx); err != nil {
-			return cli.Refusedf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
+		var err error
+		if placements, err = h.Placements(ctx); err != nil {
+			return RemovalBlockers{}, err
 		}
-		mc, err := hub.ManagedCluster(ctx, s.Name)
+		mc, err := h.ManagedCluster(ctx, s.Name)
 		if err != nil {
-			return err
+			return RemovalBlockers{}, err
 		}
 		if mc != nil {
 			taints = mc.Spec.Taints
 		}
 	}
-	return FindRemovalBlockers(s, works, placements, taints, time.Now()).Refusal(s.Name)
+	return FindRemovalBlockers(s, works, placements, taints, time.Now()), nil
 }
 
 // Subjects is the Spoke removed, for -o name.

@@ -13,10 +13,23 @@ import (
 // Spoke's spec; the others (ociRegistry, ...) are for other templates.
 var renderedKeys = []string{"createNamespace", "syncLabels", "kubeconfig", "klusterlet", "addOns", "cleanupConfig", "timeout", "logVerbosity", "proxyCa", "proxyUrl", "clusterARN"}
 
+// ChartSettings are what a rendered Spoke takes besides its entry.
+type ChartSettings struct {
+	// Cleanup is the cleanupConfig of a Spoke without an entry.
+	Cleanup fleetconfig.CleanupConfig
+	// Mode decides the add-ons of a Spoke without an entry, and which
+	// add-ons an entry may list.
+	Mode fleetMode
+	// FeatureGates is klusterlet.featureGates, rendered from the values'
+	// spokeFeatureGates (see featureGates).
+	FeatureGates string
+}
+
 // RenderSpoke is the Spoke the chart renders for a spokes entry (entry may
-// be nil: no values file, and cleanup is its cleanupConfig), in the release
-// namespace of hub, with its kubeconfig in secret.
-func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[string]any, cleanup fleetconfig.CleanupConfig) (*fleetconfig.Spoke, error) {
+// be nil: no values file, and chart.Cleanup is its cleanupConfig), in the
+// release namespace of hub, with its kubeconfig in secret. An entry whose
+// add-ons the FleetConfig webhook would reject in chart.Mode is an error.
+func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[string]any, chart ChartSettings) (*fleetconfig.Spoke, error) {
 	s := &fleetconfig.Spoke{
 		TypeMeta:   metav1.TypeMeta{APIVersion: fleetconfig.GroupVersion.String(), Kind: "Spoke"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hub.Namespace},
@@ -47,10 +60,17 @@ func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[str
 		s.Spec.Klusterlet.Values = nil
 	}
 	s.Spec.Klusterlet.ManagedClusterKubeconfig = fleetconfig.Kubeconfig{}
+	s.Spec.Klusterlet.FeatureGates = chart.FeatureGates
 	if entry == nil {
-		s.Spec.CleanupConfig = cleanup
+		s.Spec.CleanupConfig = chart.Cleanup
+		for _, a := range agentAddOns(chart.Mode) {
+			s.Spec.AddOns = append(s.Spec.AddOns, fleetconfig.AddOn{ConfigName: a})
+		}
 	} else {
 		helmOwnership(s, hub)
+	}
+	if err := checkAddOns(s, chart.Mode); err != nil {
+		return nil, fmt.Errorf("rendering Spoke %s from its values entry: %w", name, err)
 	}
 	return s, nil
 }

@@ -286,6 +286,9 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 		return nil, nil, o.Kubeconfig.refused(err)
 	}
 	old, sec, err := hub.StoredKubeconfig(ctx, s)
+	if errors.Is(err, errNoSecret) {
+		return nil, nil, noSecretToRotate(s)
+	}
 	if err != nil {
 		return nil, nil, cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
 	}
@@ -300,7 +303,8 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 			return nil, nil, err
 		}
 	}
-	if f.Kubeconfig, err = kc.Bytes(); err != nil {
+	// Under the context name the Spoke reads (spec.kubeconfig.context).
+	if f.Kubeconfig, err = kc.BytesAs(s.Spec.Kubeconfig.Context); err != nil {
 		return nil, nil, err
 	}
 	f.File = o.values
@@ -310,6 +314,21 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 		OldCredential: oldCred.Kind, OldExpires: oldCred.ExpiryString(), NewCredential: newCred.Kind, NewExpires: newCred.ExpiryString(),
 	}
 	return f, r, nil
+}
+
+// noSecretToRotate is the refusal for a Spoke whose secret does not exist.
+// Purged after the pivot, the hub no longer uses a stored kubeconfig: there
+// is nothing to rotate, and a new one would be deleted again. Missing
+// otherwise, there is nothing to prove the new kubeconfig's cluster with;
+// add proves it another way.
+func noSecretToRotate(s *fleetconfig.Spoke) error {
+	ref := s.Spec.Kubeconfig.SecretReference.Name
+	if c := missingSecret(s); c.Purged {
+		return cli.Refusedf("spoke %s's kubeconfig secret %s was purged once the agent on the spoke took it over (cleanupConfig.purgeKubeconfigSecret): the hub uses no stored kubeconfig for it any more, so there is nothing to rotate; nothing was changed. To keep one anyway: kubectl spoke set %s cleanupConfig.purgeKubeconfigSecret=false, then kubectl spoke add %s --spoke-kubeconfig FILE (it proves the cluster is the same before storing it)",
+			s.Name, ref, s.Name, s.Name)
+	}
+	return cli.Refusedf("spoke %s's kubeconfig secret %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: store it with kubectl spoke add %s --spoke-kubeconfig FILE, which proves the cluster is the same another way (its id.k8s.io cluster claim)",
+		s.Name, ref, s.Name)
 }
 
 // access is what applying the plan needs on the hub.
@@ -356,27 +375,22 @@ func (o *RotateOptions) apply(ctx context.Context, hub *Hub, p *rotatePlan) erro
 // it: anything else may be another spoke's credentials, or no kubeconfig at
 // all. It returns the secret as read (nil when there is none).
 func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig.Identity) (*corev1.Secret, error) {
+	next := "nothing was changed: pick a new name for --secret"
+	// Whether or not it exists: a purged secret is still named by its Spoke.
+	if err := hub.refuseSecretInUse(ctx, o.Secret, o.Name, next); err != nil {
+		return nil, err
+	}
 	sec, err := hub.Secret(ctx, o.Secret)
 	if err != nil || sec == nil {
 		return nil, err
 	}
 	what := fmt.Sprintf("secret %s/%s exists and is not spoke %s's", hub.Namespace, o.Secret, o.Name)
-	next := "nothing was changed: pick a new name for --secret"
 	kc, err := kubeconfig.FromSecret(sec, fleetconfig.DefaultKubeconfigKey)
 	if err != nil {
 		return nil, cli.Refusedf("%s, and it holds no kubeconfig this command can read (%w); %s", what, err, next)
 	}
 	if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
 		return nil, cli.Refusedf("%s, and its kubeconfig reaches another cluster (different %s); %s", what, by, next)
-	}
-	spokes, err := hub.Spokes(ctx, hub.Namespace, "")
-	if err != nil {
-		return nil, cli.Refusedf("%s, and whether another spoke uses it cannot be checked: %w; %s", what, err, next)
-	}
-	for _, other := range spokes {
-		if ref := other.Spec.Kubeconfig.SecretReference; other.Name != o.Name && ref != nil && ref.Name == o.Secret {
-			return nil, cli.Refusedf("%s: spoke %s uses it; %s", what, other.Name, next)
-		}
 	}
 	return sec, nil
 }

@@ -36,6 +36,8 @@ func rotatingFleet(t *testing.T, others ...string) (*clitest.APIServer, []byte) 
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-kubeconfig"))
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200, secretJSON("spoke-1-kubeconfig", kc))
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"hub-kubeconfig"}}}}]}`)
 	items := fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-kubeconfig")
 	for _, o := range others {
 		items += "," + o
@@ -58,7 +60,33 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/shared-kubeconfig", 200, secretJSON("shared-kubeconfig", kc))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "shared-kubeconfig")
 		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
-		assert.Check(t, is.Contains(errOut, "spoke spoke-9 uses it"))
+		assert.Check(t, is.Contains(errOut, "is the kubeconfig of spoke spoke-9"))
+		assert.Check(t, is.Len(writes(srv), 0))
+	})
+	t.Run("the Hub's kubeconfig secret is refused", func(t *testing.T) {
+		srv, kc := rotatingFleet(t)
+		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/hub-kubeconfig", 200, secretJSON("hub-kubeconfig", kc))
+		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "hub-kubeconfig")
+		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Contains(errOut, "is the kubeconfig of Hub hub"))
+		assert.Check(t, is.Len(writes(srv), 0))
+	})
+	t.Run("another spoke's purged secret is refused though it does not exist", func(t *testing.T) {
+		srv, _ := rotatingFleet(t, fmt.Sprintf(spokeJSON, "spoke-9", "spoke-9", "spoke-9-kubeconfig"))
+		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-9-kubeconfig", 404, notFound)
+		srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, secretJSON("spoke-9-kubeconfig", nil))
+		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-9-kubeconfig")
+		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Contains(errOut, "is the kubeconfig of spoke spoke-9"))
+		assert.Check(t, is.Len(writes(srv), 0))
+	})
+	t.Run("a managedClusterKubeconfig secret is refused", func(t *testing.T) {
+		hosted := `{"metadata":{"name":"spoke-8","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"x"}},"klusterlet":{"mode":"Hosted","managedClusterKubeconfig":{"secretReference":{"name":"spoke-8-managed"}}}}}`
+		srv, _ := rotatingFleet(t, hosted)
+		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-8-managed", 404, notFound)
+		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-8-managed")
+		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Contains(errOut, "is the managedClusterKubeconfig of spoke spoke-8"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
 	t.Run("a new secret is created, never overwritten", func(t *testing.T) {
@@ -85,6 +113,19 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 			"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke",
 		}))
 	})
+}
+
+// A purged secret leaves nothing to rotate: said, exit 3, nothing written.
+func TestRotateOfAPurgedSecret(t *testing.T) {
+	srv, _ := rotatingFleet(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"cleanupConfig":{"purgeKubeconfigSecret":true}},"status":{"conditions":[{"type":"PivotComplete","status":"True","wantStatus":"True","reason":"ReconcileSuccess","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+	code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Contains(errOut, "was purged once the agent on the spoke took it over"))
+	assert.Check(t, is.Contains(errOut, "nothing to rotate"))
+	assert.Check(t, is.Len(writes(srv), 0))
 }
 
 // TestPlanRotate shows the plan for a rotation in place and into another

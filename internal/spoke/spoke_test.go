@@ -3,6 +3,7 @@ package spoke
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,10 +102,33 @@ func TestStatusTable(t *testing.T) {
 	})
 	mc := newCluster("spoke-2", metav1.ConditionUnknown, ocm.TaintUnreachable)
 	works := []ocm.ManifestWork{{ObjectMeta: metav1.ObjectMeta{Name: "hand-made"}}}
-	r := BuildStatus(&s, &mc, works, &CredentialReport{Kind: "client certificate", Expires: "2126-11-06T12:00:00Z"})
+	r := BuildStatus(&s, &mc, works, FindRemovalBlockers(&s, works, nil, nil, now), &CredentialReport{Kind: "client certificate", Expires: "2126-11-06T12:00:00Z"})
 	var buf bytes.Buffer
 	assert.NilError(t, cli.WriteTable(&buf, r.Table(), false))
 	golden.Assert(t, buf.String(), "status.golden")
+}
+
+// In addon mode with purgeKubeconfigSecret the secret is gone once the
+// agent took over: status says so, as a normal state. Placement works are
+// described by the rule remove enforces: with forceClusterDrain off they
+// block.
+func TestStatusOfAPurgedSpokeWithPlacementWorks(t *testing.T) {
+	s := newSpoke("spoke-3", func(s *fleetconfig.Spoke) {
+		s.Spec.CleanupConfig.PurgeKubeconfigSecret = true
+		s.Status.Conditions = []fleetconfig.Condition{{Condition: metav1.Condition{Type: fleetconfig.SpokeConditionPivotComplete, Status: metav1.ConditionTrue}, WantStatus: metav1.ConditionTrue}}
+	})
+	mc := newCluster("spoke-3", metav1.ConditionTrue)
+	works := []ocm.ManifestWork{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{ocm.PlacementLabel: "web"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "agent", OwnerReferences: []metav1.OwnerReference{{Kind: ocm.ManagedClusterAddOnKind, Name: "x"}}}},
+	}
+	r := BuildStatus(&s, &mc, works, FindRemovalBlockers(&s, works, nil, nil, now), missingSecret(&s))
+	var buf bytes.Buffer
+	assert.NilError(t, cli.WriteTable(&buf, r.Table(), false))
+	golden.Assert(t, buf.String(), "status-purged.golden")
+
+	s.Status.Conditions = nil
+	assert.Check(t, strings.Contains(missingSecret(&s).Problem, "does not exist"), "without the pivot a missing secret is a problem")
 }
 
 func TestSetFields(t *testing.T) {
@@ -143,7 +167,7 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 		"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "forceClusterDrain": true},
 		"klusterlet":    map[string]any{"mode": "Default", "forceInternalEndpointLookup": true, "values": map[string]any{}},
 	}
-	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, fleetconfig.CleanupConfig{})
+	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, ChartSettings{Mode: modeUnified})
 	assert.NilError(t, err)
 	assert.Equal(t, s.Spec.HubRef, fleetconfig.HubRef{Name: "hub", Namespace: "mural-system"})
 	assert.Equal(t, s.Spec.Kubeconfig.SecretReference.Name, "spoke-2-kubeconfig")
@@ -152,7 +176,7 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 	assert.Check(t, s.Spec.Klusterlet.Values == nil)
 	assert.Equal(t, HelmRelease(s), "mural")
 
-	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, fleetconfig.CleanupConfig{})
+	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, ChartSettings{Mode: modeUnified})
 	assert.NilError(t, err)
 	assert.Equal(t, HelmRelease(s), "", "not in any values: not Helm's")
 }
@@ -162,11 +186,38 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 // (true for purgeKlusterletOperator).
 func TestRenderSpokeWithoutValuesSendsTheGivenCleanupInFull(t *testing.T) {
 	hub := &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system"}}
-	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, fleetconfig.CleanupConfig{ForceClusterDrain: true})
+	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, ChartSettings{Cleanup: fleetconfig.CleanupConfig{ForceClusterDrain: true}, Mode: modeUnified})
 	assert.NilError(t, err)
 	data, err := json.Marshal(s.Spec.CleanupConfig)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), `{"purgeAgentNamespace":false,"purgeKlusterletOperator":false,"purgeKubeconfigSecret":false,"forceClusterDrain":true}`)
+}
+
+// In addon mode a Spoke lists the agent add-on, as upstream's webhook
+// requires; in unified mode it must not; an entry that disagrees is refused.
+// featureGates is what the chart renders from spokeFeatureGates.
+func TestRenderSpokeFollowsTheFleetMode(t *testing.T) {
+	hub := &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system"}}
+	gates, err := featureGates(chartSpokeFeatureGates)
+	assert.NilError(t, err)
+	assert.Equal(t, gates, "ClusterClaim=true,RawFeedbackJsonString=true")
+	s, err := RenderSpoke("spoke-2", hub, "s", nil, ChartSettings{Mode: modeAddon, FeatureGates: gates})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, s.Spec.AddOns, []fleetconfig.AddOn{{ConfigName: fleetconfig.AgentAddOn}})
+	assert.Equal(t, s.Spec.Klusterlet.FeatureGates, gates)
+	s, err = RenderSpoke("spoke-2", hub, "s", nil, ChartSettings{Mode: modeUnified})
+	assert.NilError(t, err)
+	assert.Check(t, s.Spec.AddOns == nil)
+
+	entry := map[string]any{"name": "spoke-2"}
+	_, err = RenderSpoke("spoke-2", hub, "s", entry, ChartSettings{Mode: modeAddon})
+	assert.ErrorContains(t, err, "must list addOns: [{configName: fleetconfig-controller-agent}]")
+	entry["addOns"] = []any{map[string]any{"configName": fleetconfig.AgentAddOn}}
+	_, err = RenderSpoke("spoke-2", hub, "s", entry, ChartSettings{Mode: modeUnified})
+	assert.ErrorContains(t, err, "unified mode")
+
+	_, err = featureGates(map[string]any{"ClusterClaim": "yes"})
+	assert.ErrorContains(t, err, "not true or false")
 }
 
 func TestComputePoolOwnership(t *testing.T) {

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,12 +29,20 @@ type SpokeStatus struct {
 	Conditions     []ConditionReport     `json:"conditions"`
 	ManagedCluster *ManagedClusterReport `json:"managedCluster,omitempty"`
 	BlockingWorks  []string              `json:"blockingManifestWorks,omitempty"`
-	OtherWorks     int                   `json:"otherManifestWorks"`
-	HelmRelease    string                `json:"helmRelease,omitempty"`
-	ComputePool    string                `json:"computePool,omitempty"`
-	Secret         string                `json:"kubeconfigSecret,omitempty"`
-	Credential     *CredentialReport     `json:"credential,omitempty"`
-	Finalizers     []string              `json:"finalizers,omitempty"`
+	// PlacementWorks are the placement works that block removal too, by
+	// the rule remove enforces (see RemovalBlockers), and why.
+	PlacementWorks []string `json:"blockingPlacementManifestWorks,omitempty"`
+	PlacementWhy   string   `json:"blockingPlacementReason,omitempty"`
+	OtherWorks     int      `json:"otherManifestWorks"`
+	// ForceClusterDrain is the Spoke's cleanupConfig.forceClusterDrain.
+	ForceClusterDrain bool `json:"forceClusterDrain,omitempty"`
+	// Hint is the product's advice for the state the spoke is in.
+	Hint        string            `json:"hint,omitempty"`
+	HelmRelease string            `json:"helmRelease,omitempty"`
+	ComputePool string            `json:"computePool,omitempty"`
+	Secret      string            `json:"kubeconfigSecret,omitempty"`
+	Credential  *CredentialReport `json:"credential,omitempty"`
+	Finalizers  []string          `json:"finalizers,omitempty"`
 	// Note says what could not be checked.
 	Note string `json:"note,omitempty"`
 }
@@ -86,6 +95,9 @@ func (r *SpokeStatus) setWorks(works []ocm.ManifestWork) {
 type CredentialReport struct {
 	Kind    string `json:"kind,omitempty"`
 	Expires string `json:"expires,omitempty"`
+	// Purged: the secret is gone because the agent manages the spoke and
+	// cleanupConfig.purgeKubeconfigSecret had it deleted (a normal state).
+	Purged  bool   `json:"purged,omitempty"`
 	Problem string `json:"problem,omitempty"`
 }
 
@@ -102,15 +114,18 @@ func BlockingWorks(works []ocm.ManifestWork) []string {
 }
 
 // BuildStatus puts together the status report (pure: the callers read).
-func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.ManifestWork, cred *CredentialReport) SpokeStatus {
+// blockers are the works' removal blockers, by the rule remove enforces.
+func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.ManifestWork, blockers RemovalBlockers, cred *CredentialReport) SpokeStatus {
 	r := SpokeStatus{
-		ReportMeta:  api.NewNamespacedReportMeta("SpokeStatus", s.Namespace, s.Name),
-		Phase:       s.Status.Phase,
-		Deleting:    s.DeletionTimestamp != nil,
-		HelmRelease: HelmRelease(s),
-		ComputePool: ComputePool(s),
-		Credential:  cred,
-		Finalizers:  s.Finalizers,
+		ReportMeta:        api.NewNamespacedReportMeta("SpokeStatus", s.Namespace, s.Name),
+		Phase:             s.Status.Phase,
+		Deleting:          s.DeletionTimestamp != nil,
+		HelmRelease:       HelmRelease(s),
+		ComputePool:       ComputePool(s),
+		Credential:        cred,
+		Finalizers:        s.Finalizers,
+		ForceClusterDrain: s.Spec.CleanupConfig.ForceClusterDrain,
+		Hint:              disconnectedHint(mc),
 	}
 	if ref := s.Spec.Kubeconfig.SecretReference; ref != nil {
 		r.Secret = ref.Name
@@ -120,6 +135,15 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 	}
 	r.ManagedCluster = clusterReport(mc)
 	r.setWorks(works)
+	switch {
+	case len(blockers.Placed) > 0:
+		r.PlacementWorks = blockers.Placed
+		r.PlacementWhy = "cleanupConfig.forceClusterDrain is off, so removal does not move them and the hub waits while they stay: run kubectl fleetdrain cluster " + s.Name + " first"
+	case len(blockers.Kept) > 0:
+		r.PlacementWorks = blockers.Kept
+		r.PlacementWhy = "their placements tolerate the " + TaintWorkloadCleanup + " taint removal adds, or cannot be found: nothing shows they leave"
+	}
+	r.OtherWorks -= len(r.PlacementWorks)
 	return r
 }
 
@@ -169,7 +193,20 @@ func (r SpokeStatus) Table() cli.Table {
 		blocking = strings.Join(r.BlockingWorks, ", ") + " (they block removal; no placement or add-on owns them)"
 	}
 	add("blocking ManifestWorks", blocking)
-	add("other ManifestWorks", fmt.Sprintf("%d (placement or add-on; they leave on their own)", r.OtherWorks))
+	switch {
+	case len(r.PlacementWorks) > 0:
+		add("blocking placement works", strings.Join(r.PlacementWorks, ", ")+" ("+r.PlacementWhy+")")
+		add("other ManifestWorks", fmt.Sprintf("%d (add-on or placement works that leave on their own)", r.OtherWorks))
+	case r.OutOfBand:
+		add("other ManifestWorks", fmt.Sprintf("%d (placement or add-on; they leave on their own)", r.OtherWorks))
+	case r.ForceClusterDrain:
+		add("other ManifestWorks", fmt.Sprintf("%d (add-on works, and placement works that leave when removal taints the cluster)", r.OtherWorks))
+	default:
+		add("other ManifestWorks", fmt.Sprintf("%d (add-on works; they leave on their own)", r.OtherWorks))
+	}
+	if r.Hint != "" {
+		add("hint", r.Hint)
+	}
 	if r.Note != "" {
 		add("note", r.Note)
 	}
@@ -183,7 +220,9 @@ func (r SpokeStatus) Table() cli.Table {
 	add("compute pool", orNone(r.ComputePool))
 	add("kubeconfig secret", orNone(r.Secret))
 	if c := r.Credential; c != nil {
-		if c.Problem != "" {
+		if c.Purged {
+			add("credential", "purged: the agent on the spoke manages it, and cleanupConfig.purgeKubeconfigSecret had the stored kubeconfig deleted (nothing to rotate)")
+		} else if c.Problem != "" {
 			add("credential", c.Problem)
 		} else {
 			add("credential", c.Kind+", expires "+c.Expires)
@@ -276,7 +315,12 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cred, refused := hub.credential(ctx, s)
-	r := BuildStatus(s, mc, works, cred)
+	blockers, err := hub.removalBlockers(ctx, s, works)
+	r := BuildStatus(s, mc, works, blockers, cred)
+	if err != nil {
+		// Then no placement is known, so its works count as staying.
+		r.Note = fmt.Sprintf("whether placement works would leave on removal could not be checked: %v", err)
+	}
 	if err := o.Output.Print(o.Out, r, r.Table); err != nil {
 		return err
 	}
@@ -309,6 +353,9 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 		return nil, nil
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if errors.Is(err, errNoSecret) {
+		return missingSecret(s), nil
+	}
 	if cli.IsRefused(err) {
 		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
 	}
@@ -320,6 +367,19 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 		return &CredentialReport{Problem: err.Error()}, nil
 	}
 	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}, nil
+}
+
+// missingSecret describes a Spoke whose kubeconfig secret does not exist:
+// purged, the normal state once the agent took over (PivotComplete) with
+// purgeKubeconfigSecret on; anything else is a problem, since the hub then
+// has no way to join or unjoin the cluster itself.
+func missingSecret(s *fleetconfig.Spoke) *CredentialReport {
+	pivot := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
+	if s.Spec.CleanupConfig.PurgeKubeconfigSecret && pivot != nil && pivot.Status == metav1.ConditionTrue {
+		return &CredentialReport{Purged: true}
+	}
+	return &CredentialReport{Problem: fmt.Sprintf("the kubeconfig secret %s does not exist, and the agent has not taken the spoke over (PivotComplete not True) or purgeKubeconfigSecret is off: the hub cannot join or unjoin the cluster itself; store one with kubectl spoke add %s --spoke-kubeconfig FILE",
+		s.Spec.Kubeconfig.SecretReference.Name, s.Name)}
 }
 
 // Subjects is the spoke's Spoke (its ManagedCluster when joined out of band), for -o name.

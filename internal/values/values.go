@@ -56,14 +56,22 @@ type Entry struct {
 	CopyFrom string
 	// Cleanup is written in full: all four values, false included.
 	Cleanup fleetconfig.CleanupConfig
+	// HubName is the entry's hubRef.name when the entry copied has no
+	// hubRef (the chart reads hubRef.name of every entry).
+	HubName string
+	// AddOns are the configNames of the add-ons the entry lists.
+	AddOns []string
+	// OCIRegistry, when not nil, is the entry's ociRegistry instead of the
+	// copied one. An entry never goes without one: the product's chart
+	// needs it on every spoke.
+	OCIRegistry map[string]any
 }
 
 // copiedKeys are the keys of an existing entry a new one takes, as the
-// product's add procedure says: the workload registry and the klusterlet's
-// settings. Everything else describes that other cluster (the first entry
-// is usually the hub itself, with in-cluster credentials and a purged
-// kubeconfig secret).
-var copiedKeys = []string{"klusterlet", "ociRegistry"}
+// product's add procedure says: the workload registry, the klusterlet's
+// settings and the hub it joins. Everything else describes that other
+// cluster. Of the hub-as-spoke entry only sharedKeys are copied.
+var copiedKeys = []string{"klusterlet", "ociRegistry", "hubRef"}
 
 // perClusterKlusterletKeys are how the klusterlet of the copied entry reaches
 // its own cluster; a remote spoke has its own.
@@ -122,15 +130,11 @@ func Add(src []byte, kind Kind, e Entry) (out []byte, changed bool, err error) {
 	if len(l.seq.Content) == 0 {
 		return nil, false, fmt.Errorf("%s is empty: there is no entry to copy the shared settings (ociRegistry, hubRef, ...) from", kind.ListPath())
 	}
-	base := l.seq.Content[0]
-	if e.CopyFrom != "" {
-		i := slices.Index(l.names(), e.CopyFrom)
-		if i < 0 {
-			return nil, false, fmt.Errorf("--copy-from %q: no such entry in %s (entries: %s)", e.CopyFrom, kind.ListPath(), strings.Join(l.names(), ", "))
-		}
-		base = l.seq.Content[i]
+	base, hubAsSpoke, err := l.template(e.CopyFrom, kind)
+	if err != nil {
+		return nil, false, err
 	}
-	entry, err := newEntry(base, e)
+	entry, err := newEntry(base, hubAsSpoke, e)
 	if err != nil {
 		return nil, false, err
 	}
@@ -382,8 +386,71 @@ func (l *list) end() int {
 	return i
 }
 
-// newEntry builds the new list entry from a copy of base.
-func newEntry(base *yaml.Node, e Entry) (*yaml.Node, error) {
+// template is the entry a new one copies: the one named copyFrom, else the
+// first that is not hub-as-spoke, else hub-as-spoke; nil when there is none.
+// hubAsSpoke says the template is the hub's own cluster, reached in-cluster:
+// then only what every spoke of the fleet shares is copied (see sharedKeys).
+func (l *list) template(copyFrom string, kind Kind) (base *yaml.Node, hubAsSpoke bool, err error) {
+	var fallback *yaml.Node
+	for _, item := range l.seq.Content {
+		name := entryName(item)
+		switch {
+		case copyFrom != "" && name == copyFrom:
+			return item, isHubAsSpoke(item), nil
+		case copyFrom != "":
+		case !isHubAsSpoke(item):
+			return item, false, nil
+		case fallback == nil:
+			fallback = item
+		}
+	}
+	if copyFrom != "" {
+		return nil, false, fmt.Errorf("--copy-from %q: no such entry in %s (entries: %s)", copyFrom, kind.ListPath(), strings.Join(l.names(), ", "))
+	}
+	return fallback, fallback != nil, nil
+}
+
+// sharedKeys are what a new entry takes from hub-as-spoke: the fleet's
+// workload registry (the product says to copy it from the existing entry)
+// and the hub every spoke joins. Its klusterlet settings are the hub's own
+// and never reach a remote spoke.
+var sharedKeys = []string{"ociRegistry", "hubRef"}
+
+// isHubAsSpoke tells an entry FleetConfig treats as the hub's own cluster:
+// named hub-as-spoke, or reached with in-cluster credentials.
+func isHubAsSpoke(item *yaml.Node) bool {
+	if entryName(item) == fleetconfig.HubAsSpokeName {
+		return true
+	}
+	kc := valueAt(item, "kubeconfig")
+	return kc != nil && scalarAt(kc, "inCluster") == "true"
+}
+
+func valueAt(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// ErrNoOCIRegistry is why an entry cannot be written without ociRegistry.
+var ErrNoOCIRegistry = errors.New("the new entry would have no ociRegistry, which every spoke entry needs (the spoke's workload registry)")
+
+// newEntry builds the new list entry from a copy of base (nil: none; of
+// hub-as-spoke only its shared keys).
+func newEntry(base *yaml.Node, hubAsSpoke bool, e Entry) (*yaml.Node, error) {
+	keys := copiedKeys
+	if hubAsSpoke {
+		keys = sharedKeys
+	}
+	if base == nil {
+		base = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	}
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	set := func(key string, v *yaml.Node) {
 		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
@@ -399,7 +466,7 @@ func newEntry(base *yaml.Node, e Entry) (*yaml.Node, error) {
 	copied := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(base.Content); i += 2 {
 		key := base.Content[i].Value
-		if !slices.Contains(copiedKeys, key) {
+		if !slices.Contains(keys, key) {
 			continue
 		}
 		v, err := plain(base.Content[i+1], &budget)
@@ -424,8 +491,29 @@ func newEntry(base *yaml.Node, e Entry) (*yaml.Node, error) {
 		str("purgeAgentNamespace"), boolean(c.PurgeAgentNamespace),
 		str("forceClusterDrain"), boolean(c.ForceClusterDrain),
 	}})
-	if v := copied["ociRegistry"]; v != nil {
-		set("ociRegistry", v)
+	if e.OCIRegistry != nil {
+		v := &yaml.Node{}
+		if err := v.Encode(e.OCIRegistry); err != nil {
+			return nil, fmt.Errorf("encoding ociRegistry: %w", err)
+		}
+		copied["ociRegistry"] = v
+	}
+	reg := copied["ociRegistry"]
+	if reg == nil || reg.Kind != yaml.MappingNode || len(reg.Content) == 0 {
+		return nil, ErrNoOCIRegistry
+	}
+	set("ociRegistry", reg)
+	hub := copied["hubRef"]
+	if hub == nil || hub.Kind != yaml.MappingNode {
+		hub = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{str("name"), str(e.HubName), str("namespace"), str("")}}
+	}
+	set("hubRef", hub)
+	if len(e.AddOns) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, a := range e.AddOns {
+			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{str("configName"), str(a)}})
+		}
+		set("addOns", seq)
 	}
 	return m, nil
 }

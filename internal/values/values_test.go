@@ -25,13 +25,13 @@ func read(t *testing.T, name string) []byte {
 
 func TestAddToValuesFile(t *testing.T) {
 	src := read(t, "values.yaml")
-	out, changed, err := Add(src, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
+	out, changed, err := Add(src, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: "hub"})
 	assert.NilError(t, err)
 	assert.Check(t, changed)
 	golden.Assert(t, string(out), "values-add.golden")
 	assertOnlyInserted(t, src, out)
 
-	again, changed, err := Add(out, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
+	again, changed, err := Add(out, HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: "hub"})
 	assert.NilError(t, err)
 	assert.Check(t, !changed, "adding twice is a no-op")
 	assert.Equal(t, string(again), string(out))
@@ -42,7 +42,7 @@ func TestAddToValuesFile(t *testing.T) {
 }
 
 func TestAddCopiesFromNamedEntry(t *testing.T) {
-	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults})
+	out, _, err := Add(read(t, "values.yaml"), HelmValues, Entry{Name: "spoke-2", SecretName: "s", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: "hub"})
 	assert.NilError(t, err)
 	golden.Assert(t, string(out), "values-add-copy-from.golden")
 
@@ -52,7 +52,7 @@ func TestAddCopiesFromNamedEntry(t *testing.T) {
 
 func TestAddToHelmRelease(t *testing.T) {
 	src := read(t, "helmrelease.yaml")
-	out, changed, err := Add(src, HelmRelease, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults})
+	out, changed, err := Add(src, HelmRelease, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", CopyFrom: "spoke-1", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: "hub"})
 	assert.NilError(t, err)
 	assert.Check(t, changed)
 	golden.Assert(t, string(out), "helmrelease-add.golden")
@@ -115,13 +115,13 @@ func TestRemoveLastEntry(t *testing.T) {
 
 func TestAddKeepsTheDominantLineEnding(t *testing.T) {
 	src := "fleetConfig:\n  spokes:\n  - name: a\r\n    x: 1\n"
-	out, _, err := Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig"})
+	out, _, err := Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig", OCIRegistry: map[string]any{"endpoint": "oci://r"}})
 	assert.NilError(t, err)
 	added := strings.TrimPrefix(string(out), src)
 	assert.Check(t, !strings.Contains(added, "\r"), "the new entry has LF line ends like most of the file: %q", added)
 
 	src = "fleetConfig:\r\n  spokes:\r\n  - name: a\n    x: 1\r\n"
-	out, _, err = Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig"})
+	out, _, err = Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig", OCIRegistry: map[string]any{"endpoint": "oci://r"}})
 	assert.NilError(t, err)
 	added = strings.TrimPrefix(string(out), src)
 	assert.Check(t, is.Equal(strings.Count(added, "\n"), strings.Count(added, "\r\n")), "the new entry has CRLF line ends like most of the file: %q", added)
@@ -205,7 +205,7 @@ func FuzzEdit(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, changed, err := Add(src, kind, Entry{Name: "fuzz-new", SecretName: "fuzz-new-kubeconfig"})
+		out, changed, err := Add(src, kind, Entry{Name: "fuzz-new", SecretName: "fuzz-new-kubeconfig", OCIRegistry: map[string]any{"endpoint": "oci://r"}})
 		if err == nil && changed {
 			if !onlyInserted(src, out) {
 				t.Fatalf("add changed bytes outside the new entry:\n%q\n%q", src, out)
@@ -250,12 +250,13 @@ func assertEntries(t *testing.T, orig, edited []byte, kind Kind, want []string, 
 	}
 }
 
-// The chart's first entry is the hub managing itself: its purge of its
-// kubeconfig secret and its own ways of reaching the cluster must not reach
-// a remote spoke; the new entry takes ociRegistry and the klusterlet's
-// settings, and the four cleanupConfig values it is given.
-func TestAddNeverCopiesTheHubAsSpokesOwnSettings(t *testing.T) {
-	src := `fleetConfig:
+// The chart's first entry is the hub managing itself: of it a new entry
+// takes only what the fleet shares (ociRegistry, hubRef), never its
+// klusterlet settings, purges, add-ons or way to its cluster, whether it is
+// the only template or named in --copy-from; another entry is the default
+// template. An entry left without ociRegistry is refused.
+func TestAddNeverCopiesTheHubAsSpoke(t *testing.T) {
+	hubAsSpoke := `fleetConfig:
   spokes:
     - name: hub-as-spoke
       hubRef: {name: hub, namespace: ""}
@@ -271,21 +272,74 @@ func TestAddNeverCopiesTheHubAsSpokesOwnSettings(t *testing.T) {
       addOns: [{configName: hub-only}]
       ociRegistry: {endpoint: "oci://registry.example.com/mural"}
 `
-	out, changed, err := Add([]byte(src), HelmValues, Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
+	e := Entry{Name: "spoke-2", SecretName: "spoke-2-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: "ignored", AddOns: []string{"fleetconfig-controller-agent"}}
+	for _, copyFrom := range []string{"", "hub-as-spoke"} {
+		e.CopyFrom = copyFrom
+		out, changed, err := Add([]byte(hubAsSpoke), HelmValues, e)
+		assert.NilError(t, err)
+		assert.Check(t, changed)
+		got, err := EntryValues(out, HelmValues, "spoke-2")
+		assert.NilError(t, err)
+		assert.DeepEqual(t, got, map[string]any{
+			"name": "spoke-2",
+			"kubeconfig": map[string]any{"context": "", "inCluster": false,
+				"secretReference": map[string]any{"name": "spoke-2-kubeconfig", "kubeconfigKey": "kubeconfig"}},
+			"klusterlet": map[string]any{"mode": "Default", "forceInternalEndpointLookup": false},
+			"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
+				"purgeAgentNamespace": false, "forceClusterDrain": true},
+			"ociRegistry": map[string]any{"endpoint": "oci://registry.example.com/mural"},
+			"hubRef":      map[string]any{"name": "hub", "namespace": ""},
+			"addOns":      []any{map[string]any{"configName": "fleetconfig-controller-agent"}},
+		})
+	}
+
+	// --oci-registry wins; an entry left without one is refused.
+	e.CopyFrom, e.OCIRegistry = "", map[string]any{"endpoint": "oci://spoke.example.com"}
+	out, _, err := Add([]byte(hubAsSpoke), HelmValues, e)
 	assert.NilError(t, err)
-	assert.Check(t, changed)
 	got, err := EntryValues(out, HelmValues, "spoke-2")
 	assert.NilError(t, err)
-	assert.DeepEqual(t, got, map[string]any{
-		"name": "spoke-2",
-		"kubeconfig": map[string]any{"context": "", "inCluster": false,
-			"secretReference": map[string]any{"name": "spoke-2-kubeconfig", "kubeconfigKey": "kubeconfig"}},
-		"klusterlet": map[string]any{"mode": "Default", "forceInternalEndpointLookup": false,
-			"annotations": map[string]any{"team": "platform"}},
-		"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
-			"purgeAgentNamespace": false, "forceClusterDrain": true},
-		"ociRegistry": map[string]any{"endpoint": "oci://registry.example.com/mural"},
-	})
+	assert.DeepEqual(t, got["ociRegistry"], map[string]any{"endpoint": "oci://spoke.example.com"})
+	noRegistry := strings.Replace(hubAsSpoke, `      ociRegistry: {endpoint: "oci://registry.example.com/mural"}
+`, "", 1)
+	e.OCIRegistry = nil
+	_, _, err = Add([]byte(noRegistry), HelmValues, e)
+	assert.ErrorIs(t, err, ErrNoOCIRegistry)
+	e.HubName = "hub"
+
+	// A remote entry after it is the template: its hubRef, registry and
+	// klusterlet settings, but never its add-ons.
+	withRemote := hubAsSpoke + `    - name: spoke-1
+      hubRef: {name: other-hub, namespace: ""}
+      kubeconfig: {secretReference: {name: spoke-1-kubeconfig}}
+      klusterlet: {mode: Default, annotations: {team: ml}}
+      addOns: [{configName: fleetconfig-controller-agent}, {configName: extra}]
+      ociRegistry: {endpoint: "oci://registry.example.com/mural"}
+`
+	e.OCIRegistry, e.AddOns = nil, nil
+	out, _, err = Add([]byte(withRemote), HelmValues, e)
+	assert.NilError(t, err)
+	got, err = EntryValues(out, HelmValues, "spoke-2")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got["hubRef"], map[string]any{"name": "other-hub", "namespace": ""})
+	assert.DeepEqual(t, got["klusterlet"], map[string]any{"mode": "Default", "annotations": map[string]any{"team": "ml"}, "forceInternalEndpointLookup": false})
+	assert.DeepEqual(t, got["ociRegistry"], map[string]any{"endpoint": "oci://registry.example.com/mural"})
+	assert.Check(t, got["addOns"] == nil)
+}
+
+// spokeFeatureGates is read where the chart reads it; absent is not found.
+func TestSpokeFeatureGates(t *testing.T) {
+	g, found, err := SpokeFeatureGates([]byte("fleetConfig:\n  spokeFeatureGates: {ClusterClaim: true, X: false}\n  spokes: []\n"), HelmValues)
+	assert.NilError(t, err)
+	assert.Check(t, found)
+	assert.DeepEqual(t, g, map[string]any{"ClusterClaim": true, "X": false})
+	_, found, err = SpokeFeatureGates([]byte("fleetConfig:\n  spokes: []\n"), HelmValues)
+	assert.NilError(t, err)
+	assert.Check(t, !found)
+	g, found, err = SpokeFeatureGates([]byte("kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokeFeatureGates: {A: true}\n      spokes: []\n"), HelmRelease)
+	assert.NilError(t, err)
+	assert.Check(t, found)
+	assert.DeepEqual(t, g, map[string]any{"A": true})
 }
 
 // Each of the four cleanupConfig values is written as given, false included.

@@ -24,6 +24,10 @@ const (
 	DefaultKubeconfigKey = "kubeconfig"
 	// HubAsSpokeName is the name of the spoke that is the hub itself.
 	HubAsSpokeName = "hub-as-spoke"
+	// AgentAddOn is the add-on that runs the FleetConfig controller's agent
+	// on each spoke in addon mode (the chart's default, addonMode: true).
+	// Its ClusterManagementAddOn on the hub shows that mode.
+	AgentAddOn = "fleetconfig-controller-agent"
 
 	FinalizerHubCleanupPreflight = "fleetconfig.open-cluster-management.io/hub-cleanup-preflight"
 	FinalizerHubCleanup          = "fleetconfig.open-cluster-management.io/hub-cleanup"
@@ -56,6 +60,12 @@ type Spoke struct {
 
 	Spec   SpokeSpec   `json:"spec,omitempty"`
 	Status SpokeStatus `json:"status,omitempty"`
+}
+
+// IsHubAsSpoke tells whether the Spoke is the hub's own cluster, as
+// FleetConfig decides it: the name hub-as-spoke, or in-cluster credentials.
+func (s *Spoke) IsHubAsSpoke() bool {
+	return s.Name == HubAsSpokeName || s.Spec.Kubeconfig.InCluster
 }
 
 // SpokeList is a list of Spokes.

@@ -17,6 +17,10 @@ var (
 	ManifestWorkResource           = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
 	ManifestWorkReplicaSetResource = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1alpha1", Resource: "manifestworkreplicasets"}
 	ManagedClusterAddOnResource    = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "managedclusteraddons"}
+	ClusterManagementAddOnResource = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "clustermanagementaddons"}
+	// ClusterClaimResource is on the managed cluster: the claims its
+	// registration agent copies into the ManagedCluster's status.
+	ClusterClaimResource = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1alpha1", Resource: "clusterclaims"}
 )
 
 // Well-known OCM names.
@@ -43,6 +47,11 @@ const (
 	PlacementDecisionLabel = "cluster.open-cluster-management.io/placement"
 
 	ManifestWorkCleanupFinalizer = "cluster.open-cluster-management.io/manifest-work-cleanup"
+
+	// ClusterIDClaim is the reserved cluster claim that holds a unique
+	// identifier of the cluster. OCM's registration agent only copies it
+	// from the cluster's ClusterClaim of that name; it sets none itself.
+	ClusterIDClaim = "id.k8s.io"
 
 	// ClusterAnnotationPrefix starts the key of every annotation a
 	// klusterlet asks for (registrationConfiguration.clusterAnnotations,
@@ -88,10 +97,27 @@ type Taint struct {
 	TimeAdded *metav1.Time `json:"timeAdded"`
 }
 
+// ClusterClaim is a claim the cluster's agent reports.
+type ClusterClaim struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Claim is the value of the claim called name ("" when not reported).
+func (mc *ManagedCluster) Claim(name string) string {
+	for _, c := range mc.Status.ClusterClaims {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
 // ManagedClusterStatus holds the conditions the plugins read.
 type ManagedClusterStatus struct {
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	Version    struct {
+	Conditions    []metav1.Condition `json:"conditions,omitempty"`
+	ClusterClaims []ClusterClaim     `json:"clusterClaims,omitempty"`
+	Version       struct {
 		Kubernetes string `json:"kubernetes,omitempty"`
 	} `json:"version,omitzero"`
 }
