@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -309,6 +310,9 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 		return nil, nil
 	}
 	kc, _, err := h.StoredKubeconfig(ctx, s)
+	if apierrors.IsForbidden(err) {
+		return &CredentialReport{Problem: "not read: the current user may not read its secret"}, err
+	}
 	if cli.IsRefused(err) {
 		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
 	}
