@@ -3,6 +3,7 @@
 package fleetdrain
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,11 +73,22 @@ func TestLeastPrivilegeNode(t *testing.T) {
 }
 
 // TestLeastPrivilegeCluster drains and uncordons a spoke as a ServiceAccount
-// bound to only spokekit-fleetdrain-cluster; without patch on ManagedClusters
-// the drain refuses before it taints anything.
+// bound to only spokekit-fleetdrain-cluster, and to spokekit-fleetdrain-works
+// in the cluster's namespace alone once the refused drain names that
+// binding; ManifestWorks anywhere else stay out of reach. Without patch on
+// ManagedClusters the drain refuses before it taints anything.
 func TestLeastPrivilegeCluster(t *testing.T) {
 	c := drainBed(t, "least", "{}", "least-a").hub.Cluster
 	as, roles := operator(t, c, "spokekit-fleetdrain-cluster", "patch", "managedclusters.cluster.open-cluster-management.io")
+
+	before := taints(t, c, "least-a")
+	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "may not list manifestworks.work.open-cluster-management.io in namespace least-a"), r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl create rolebinding spokekit-fleetdrain-works -n least-a --clusterrole spokekit-fleetdrain-works"), r)
+	assert.DeepEqual(t, taints(t, c, "least-a"), before)
+	assert.NilError(t, c.For(t.TempDir()).RunGrants(ctx(t, time.Minute), r.Stderr))
+	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), true, "watch", "manifestworks.work.open-cluster-management.io", "-n", "least-a"))
 
 	for _, args := range [][]string{
 		{"fleetdrain", "cluster", "least-a", "--dry-run=server"},
@@ -86,13 +98,22 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 		r := runAs(t, as, args...)
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
 	}
+	for _, args := range [][]string{
+		{"get", "manifestworks.work.open-cluster-management.io", "-A"},
+		{"get", "manifestworks.work.open-cluster-management.io", "-n", "spokekit-ops"},
+		{"get", "secrets", "-A"},
+	} {
+		r := runAs(t, as, args...)
+		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), "%v: %s", args, r)
+		t.Logf("%v: denied: %s", args, strings.TrimSpace(r.Stderr))
+	}
 
 	fewer, err := harness.WithoutVerb(roles, "verbs: [get, patch]", "patch")
 	assert.NilError(t, err)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "managedclusters.cluster.open-cluster-management.io"))
-	before := taints(t, c, "least-a")
-	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
+	before = taints(t, c, "least-a")
+	r = runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch managedclusters.cluster.open-cluster-management.io least-a; nothing was changed"), r)
 	assert.DeepEqual(t, taints(t, c, "least-a"), before)

@@ -11,7 +11,22 @@ import (
 )
 
 // RBACManifest names the roles that grant what the commands need.
-const RBACManifest = "kubectl-fleetdrain's rbac.yaml (ClusterRoles spokekit-fleetdrain-node and spokekit-fleetdrain-cluster)"
+const RBACManifest = "kubectl-fleetdrain's rbac.yaml (ClusterRoles spokekit-fleetdrain-node and spokekit-fleetdrain-cluster, and spokekit-fleetdrain-works bound in each drained cluster's namespace)"
+
+// worksRole lists and watches ManifestWorks where it is bound: in the
+// namespace of each cluster drained, never everywhere (works carry Secrets).
+const worksRole = "spokekit-fleetdrain-works"
+
+// worksRefusal is the refusal for a cluster whose ManifestWorks the current
+// user may not list: the binding that grants them in its namespace alone.
+func worksRefusal(ctx context.Context, f *cli.Factory, cluster string) error {
+	user := ""
+	if kube, err := f.KubernetesClientSet(); err == nil {
+		user = cli.UserName(ctx, kube.AuthenticationV1())
+	}
+	return cli.Refusedf("the current user may not list manifestworks.%s in namespace %s, so what the drain moves cannot be told; nothing was changed: bind %s of kubectl-fleetdrain's rbac.yaml in that namespace:\n  %s",
+		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, user))
+}
 
 func core(verb, resource, sub, ns string) cli.Access {
 	return cli.Access{Verb: verb, Resource: resource, Subresource: sub, Namespace: ns}
@@ -44,7 +59,9 @@ func clusterAccess(clusters []string, wait bool) []cli.Access {
 	for _, c := range clusters {
 		needs = append(needs, cli.Access{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: c})
 		if wait {
-			needs = append(needs, cli.Access{Verb: "watch", Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: c})
+			for _, verb := range []string{"list", "watch"} {
+				needs = append(needs, cli.Access{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: c})
+			}
 		}
 	}
 	return needs

@@ -1,11 +1,14 @@
 package fleetdrain
 
 import (
+	"slices"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
 func TestNodeAccessFollowsThePlan(t *testing.T) {
@@ -24,4 +27,43 @@ func TestNodeAccessFollowsThePlan(t *testing.T) {
 		[]string{"patch nodes", "watch pods", "create pods/eviction in namespace db", "create pods/eviction in namespace web"})
 	assert.DeepEqual(t, describe(nodeAccess(report, true)),
 		[]string{"patch nodes", "watch pods", "delete pods in namespace db", "delete pods in namespace web"})
+}
+
+// TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
+// code: each role grants what its commands check before writing and what
+// they read, nothing else, no Secret, and ManifestWorks only in the role
+// bound per cluster namespace.
+func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
+	roles := clitest.PluginRoles(t, "fleetdrain")
+	report := DrainReport{Items: []NodeReport{{Evict: []PlannedPod{{Namespace: "web", Name: "a"}}}}}
+	mc := func(verb string) cli.Access {
+		return cli.Access{Verb: verb, Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource}
+	}
+	cases := map[string][]cli.Access{
+		"spokekit-fleetdrain-node": slices.Concat(nodeAccess(report, false), []cli.Access{
+			// What node and uncordon node read (node.go, drain.go, budgets.go).
+			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
+			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"}, {Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
+			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
+		}),
+		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []cli.Access{
+			mc("get"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
+		}),
+		"spokekit-fleetdrain-works": slices.DeleteFunc(clusterAccess([]string{"a"}, true), func(a cli.Access) bool { return a.Verb == "patch" }),
+	}
+	assert.Equal(t, len(roles), len(cases))
+	for name, needs := range cases {
+		role := roles[name]
+		for _, a := range needs {
+			assert.Check(t, clitest.Allows(role.Rules, a), "%s does not grant %s", name, cli.DescribeAccess(a))
+		}
+		for _, g := range clitest.Granted(role) {
+			used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+				return a.Group == g.Group && a.Resource == g.Resource && a.Subresource == g.Subresource && a.Verb == g.Verb
+			})
+			assert.Check(t, used, "%s grants %s, which no command needs", name, cli.DescribeAccess(g))
+			assert.Check(t, g.Resource != "secrets")
+			assert.Check(t, g.Resource != ocm.ManifestWorkResource.Resource || name == worksRole, "%s grants ManifestWorks", name)
+		}
+	}
 }

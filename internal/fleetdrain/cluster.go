@@ -225,6 +225,9 @@ func taintError(err error, tainted, not []string) error {
 func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
 	cluster := mc.Name
 	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return ClusterReport{}, worksRefusal(ctx, o.f, cluster)
+	}
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
 	}

@@ -146,8 +146,8 @@ func TestParkPatchRefusalIsReported(t *testing.T) {
 	assert.Equal(t, cli.ExitCode(err), cli.ExitFailed)
 }
 
-// Only `park status` has --cluster-kubeconfig; the other commands must not
-// tell the user to pass it.
+// ClusterClient's errors name no flag (each command says what the user can
+// do); status names both ways in.
 func TestClusterClientErrorsNameNoFlag(t *testing.T) {
 	p, _ := fakePlatform(t, threePools(), nil)
 	_, _, err := p.ClusterClient(context.Background(), "app", "")

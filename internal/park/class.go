@@ -13,17 +13,22 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// clusterClass reads the topology's ClusterClass. When it cannot be read
-// (not found, or not allowed) it returns nil: Cluster API's own webhook
-// still refuses what the class forbids.
+// clusterClass reads the topology's ClusterClass, which refuseClassAutoscaled
+// checks. One that cannot be read (not allowed, or not found) is a refusal
+// (exit 3): the check would otherwise never run, and a half-parked cluster
+// is what it prevents.
 func (p *Platform) clusterClass(ctx context.Context, c *capi.Cluster) (*capi.ClusterClass, error) {
 	if c.Spec.Topology == nil {
 		return nil, nil
 	}
 	ns, name := c.Spec.Topology.ClassName(c.Namespace)
 	u, err := p.resource(capi.ClusterClassResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil, nil
+	if apierrors.IsForbidden(err) {
+		return nil, cli.Refusedf("the current user may not get clusterclasses.%s %s in namespace %s, so park cannot check whether the class keeps a pool of cluster %s from going to zero; nothing was changed: bind spokekit-park of %s there too:\n  %s",
+			capi.Group, name, ns, c.Name, RBACManifest, cli.NamespaceBinding("spokekit-park", ns, cli.UserName(ctx, p.Kube.AuthenticationV1())))
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, cli.Refusedf("the ClusterClass %s/%s of cluster %s does not exist, so park cannot check whether it keeps a pool from going to zero; nothing was changed", ns, name, c.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterClass %s/%s of cluster %s: %w", ns, name, c.Name, err)

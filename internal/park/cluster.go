@@ -140,7 +140,8 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			kubectl park cluster app -n dynamo-prod
 
 			# Park it and wait until its worker machines are gone, then show what is left
-			kubectl park cluster app -n dynamo-prod --wait --timeout 15m
+			# (read with your own kubeconfig for the cluster)
+			kubectl park cluster app -n dynamo-prod --wait --timeout 15m --cluster-kubeconfig app.kubeconfig
 
 			# Show the patch that would be sent, without sending it
 			kubectl park cluster app -n dynamo-prod --dry-run=client -o json`),
@@ -152,6 +153,7 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cli.AddDryRunFlag(cmd)
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the cluster's worker machines are gone, then show what survives.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
+	o.addClusterKubeconfigFlag(cmd)
 	cmd.Flags().BoolVar(&o.ControlPlane, "control-plane", false, "Ask to park the control plane too (always refused: it cannot be parked).")
 	return cmd
 }
@@ -179,8 +181,8 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 	}
 	var before []capi.Machine
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		// The wait ends by reading the cluster with its kubeconfig secret.
-		if err := p.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+		// The wait ends by reading the cluster itself.
+		if err := p.RefuseNoClusterAccess(ctx, o.Name, o.ClusterKubeconfig); err != nil {
 			return err
 		}
 		// The machines that go, named in the report once they are gone.

@@ -58,6 +58,9 @@ type changeOptions struct {
 	Wait      bool
 	Timeout   time.Duration
 	DryRun    cli.DryRun
+	// ClusterKubeconfig is the user's own kubeconfig for the workload
+	// cluster, which --wait reads (else its NAME-kubeconfig secret).
+	ClusterKubeconfig string
 
 	f        *cli.Factory
 	progress *cli.Progress
@@ -91,6 +94,12 @@ func (o *changeOptions) Validate() error {
 		return err
 	}
 	return cli.ValidateTimeout(o.Timeout)
+}
+
+// addClusterKubeconfigFlag adds --cluster-kubeconfig, the way into the
+// workload cluster that --wait reads.
+func (o *changeOptions) addClusterKubeconfigFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "With --wait: kubeconfig file of the cluster itself, your own access to it (default: the NAME-kubeconfig secret, if you may read it).")
 }
 
 // done says on stderr what the command did to the cluster: nothing (it was

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -215,11 +214,10 @@ func (p *Platform) patchCluster(ctx context.Context, name string, patch Patch, d
 
 // WhoAmI names the user the kubeconfig authenticates as, for the record.
 func (p *Platform) WhoAmI(ctx context.Context) string {
-	r, err := p.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil || r.Status.UserInfo.Username == "" {
-		return "unknown"
+	if u := cli.UserName(ctx, p.Kube.AuthenticationV1()); u != "" {
+		return u
 	}
-	return r.Status.UserInfo.Username
+	return "unknown"
 }
 
 // machineWatch lists and watches the Machines of one cluster.
@@ -265,7 +263,8 @@ func isWorker(owners []metav1.OwnerReference) bool {
 // kubeconfig file (the user's own, with kubectl's meaning), or else with the
 // admin kubeconfig the platform keeps in the NAME-kubeconfig secret, read in
 // memory and never written anywhere, through the loader for kubeconfigs
-// from a cluster (a refusal is exit 3).
+// from a cluster (a refusal is exit 3). spokekit-park reads no Secret: the
+// secret is read only where the user holds the opt-in Role for it.
 // Its errors name no flag: the commands that call it differ in what the
 // user can do about it.
 func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile string) (kubernetes.Interface, string, error) {
@@ -300,7 +299,10 @@ func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubec
 	source := "secret " + p.Namespace + "/" + secret
 	s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), secret, metav1.GetOptions{})
 	if err != nil {
-		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		if apierrors.IsForbidden(err) {
+			return nil, source, fmt.Errorf("no kubeconfig for the cluster: the current user may not read %s (the opt-in Role for it is not bound)", source)
+		}
+		if apierrors.IsNotFound(err) {
 			return nil, source, fmt.Errorf("cannot read %s (%s)", source, apierrors.ReasonForError(err))
 		}
 		return nil, source, fmt.Errorf("reading %s: %w", source, err)
@@ -309,14 +311,18 @@ func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubec
 	return kc, source, err
 }
 
-// RefuseUnsafeKubeconfig is the preflight of a --wait that will reach the
-// workload cluster: when its NAME-kubeconfig secret holds a kubeconfig the
-// loader refuses, refuse now (exit 3), before anything is changed. A secret
-// that cannot be read is no reason to refuse: the wait says what it could
-// not check.
-func (p *Platform) RefuseUnsafeKubeconfig(ctx context.Context, cluster string) error {
-	if _, _, err := p.secretKubeconfig(ctx, cluster); cli.IsRefused(err) {
+// RefuseNoClusterAccess is the preflight of a --wait that will reach the
+// workload cluster: without a kubeconfig for it (the file given, or the
+// NAME-kubeconfig secret the user may read), or with one the loader
+// refuses, refuse now (exit 3), before anything is changed, rather than
+// leave part of the wait unchecked.
+func (p *Platform) RefuseNoClusterAccess(ctx context.Context, cluster, kubeconfigFile string) error {
+	_, _, err := p.ClusterClient(ctx, cluster, kubeconfigFile)
+	switch {
+	case err == nil:
+		return nil
+	case cli.IsRefused(err) || kubeconfigFile != "":
 		return cli.Refusedf("%w; nothing was changed", err)
 	}
-	return nil
+	return cli.Refusedf("--wait reads the workload cluster, but %w; nothing was changed: run without --wait, or %s", err, p.clusterAccessHint(ctx, cluster))
 }

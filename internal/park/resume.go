@@ -170,7 +170,8 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl park resume app -n dynamo-prod
 
 			# Resume and wait until every worker is running and its node is Ready
-			kubectl park resume app -n dynamo-prod --wait --timeout 20m
+			# (read with your own kubeconfig for the cluster)
+			kubectl park resume app -n dynamo-prod --wait --timeout 20m --cluster-kubeconfig app.kubeconfig
 
 			# Resume a cluster parked by hand with two workers per pool
 			kubectl park resume app -n dynamo-prod --replicas 2`),
@@ -183,6 +184,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "Set every parked pool to this many replicas instead of the recorded ones.")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node is Ready.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
+	o.addClusterKubeconfigFlag(cmd)
 	return cmd
 }
 
@@ -222,8 +224,8 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 		replicas = &o.Replicas
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		// The wait ends on the cluster's nodes, read with its kubeconfig secret.
-		if err := p.RefuseUnsafeKubeconfig(ctx, o.Name); err != nil {
+		// The wait ends on the cluster's own nodes.
+		if err := p.RefuseNoClusterAccess(ctx, o.Name, o.ClusterKubeconfig); err != nil {
 			return err
 		}
 	}
@@ -280,12 +282,12 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error 
 	return o.waitNodesReady(ctx, p, nodes, deadline.Left())
 }
 
-// waitNodesReady watches the workload cluster's Nodes (reached through the
-// platform's kubeconfig secret) until every named node is Ready. A workload
+// waitNodesReady watches the workload cluster's Nodes (reached with
+// --cluster-kubeconfig or the platform's kubeconfig secret) until every named node is Ready. A workload
 // cluster that cannot be reached from here ends the wait unfinished (exit 4):
 // the machines are back, but whether their nodes are Ready is not known.
 func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names []string, timeout time.Duration) error {
-	kube, _, err := p.ClusterClient(ctx, o.Name, "")
+	kube, _, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	rctx, cancel := p.clusterContext(ctx, timeout)
 	defer cancel()
 	if err == nil {

@@ -242,7 +242,9 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 			The cluster is reached with --cluster-kubeconfig, your own file,
 			used as kubectl would use it; or else with the admin kubeconfig in
-			the NAME-kubeconfig secret when you may read it. That one is used in
+			the NAME-kubeconfig secret when you may read it (spokekit-park
+			does not grant it: that is an opt-in Role for the one secret).
+			Without either, the cluster's view says it was not checked and why. That one is used in
 			memory only, never written, printed or logged, and refused (exit 3)
 			if it would run a program or read a local file.`),
 		Example: templates.Examples(`
@@ -338,7 +340,7 @@ func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterVi
 	if err != nil {
 		msg := scrubbed(err).Error()
 		if o.ClusterKubeconfig == "" {
-			msg += "; pass --cluster-kubeconfig FILE"
+			msg = "not checked: " + msg + ": " + p.clusterAccessHint(ctx, o.Name)
 		}
 		return ClusterView{Source: source, Error: msg}, nil
 	}

@@ -85,7 +85,7 @@ func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.
 			s.ControlPlanePods = append(s.ControlPlanePods, pod.Name+" ("+string(pod.Status.Phase)+")")
 		}
 	}
-	kube, source, err := p.ClusterClient(ctx, o.Name, "")
+	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if err != nil {
 		s.Unread = scrubbed(err).Error()
 		return s

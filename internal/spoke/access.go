@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -11,12 +12,38 @@ import (
 )
 
 // RBACManifest names the roles that grant what the commands need.
-const RBACManifest = "kubectl-spoke's rbac.yaml (ClusterRoles spokekit-spoke and spokekit-spoke-release)"
+const RBACManifest = "kubectl-spoke's rbac.yaml (ClusterRoles spokekit-spoke and spokekit-spoke-release; to write kubeconfig secrets, spokekit-spoke-secret-writer with its admission policy)"
+
+// The roles of rbac.yaml grant no Secret and no ManifestWork by kind. Each
+// kubeconfig Secret is read and updated through a Role that names it alone
+// (secretGrant), and ManifestWorks are listed where spokekit-spoke-works is
+// bound in the cluster's namespace (worksRole).
+const (
+	grantPrefix = "spokekit-spoke"
+	worksRole   = "spokekit-spoke-works"
+)
+
+// secretVerbs are what the commands do to a spoke's kubeconfig Secret once
+// it exists: read it (add, status, rotate-kubeconfig, force-remove) and
+// update it (add, rotate-kubeconfig).
+var secretVerbs = []string{"get", "update"}
 
 var secretResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 func access(verb string, gvr schema.GroupVersionResource, ns string) cli.Access {
 	return cli.Access{Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Namespace: ns}
+}
+
+// secretAccess is one verb on the Secret name of the release namespace.
+// get and update name it, as its Role does; create cannot be narrowed by
+// name in RBAC (the admission policy beside rbac.yaml narrows it), so it is
+// asked as the API server will ask it, without a name.
+func (h *Hub) secretAccess(verb, name string) cli.Access {
+	a := access(verb, secretResource, h.Namespace)
+	if verb != "create" {
+		a.Name = name
+	}
+	return a
 }
 
 // spokeAccess is reading the Spoke, as every command that changes it does
@@ -43,11 +70,58 @@ func (h *Hub) waitGoneAccess() []cli.Access {
 }
 
 // preflight checks that the current user may do all of needs, before the
-// first write (exit 3 naming what is missing).
+// first write (exit 3 naming what is missing, and for a kubeconfig Secret
+// the commands that grant it).
 func (h *Hub) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]cli.Access) error {
 	var all []cli.Access
 	for _, n := range needs {
 		all = append(all, n...)
 	}
-	return cli.Preflight(ctx, h.Kube.AuthorizationV1(), dryRun, RBACManifest, all)
+	if dryRun == cli.DryRunClient || len(all) == 0 {
+		return nil
+	}
+	missing, err := cli.MissingAccess(ctx, h.Kube.AuthorizationV1(), all)
+	if err != nil {
+		return cli.Refusedf("checking permissions: %w; nothing was changed", err)
+	}
+	rbac := RBACManifest
+	for _, a := range cli.UniqueAccess(all) {
+		if a.Resource == secretResource.Resource && a.Name != "" && len(missing) > 0 {
+			rbac += "; for secret " + a.Name + ":\n  " + h.secretGrant(ctx, a.Name) + "\n"
+			break
+		}
+	}
+	return cli.AccessRefusal(missing, rbac)
+}
+
+// secretGrant is the commands that let the current user read and update the
+// Secret name of the release namespace, and no other.
+func (h *Hub) secretGrant(ctx context.Context, name string) string {
+	return cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1()))
+}
+
+// secretForbidden is the refusal for a Secret the current user may not
+// read: the commands that grant it, each on a line of its own (a caller's
+// words follow on the next), and nothing was changed. It wraps err, so
+// apierrors.IsForbidden still tells it.
+func (h *Hub) secretForbidden(ctx context.Context, name string, err error) error {
+	return cli.Refused(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
+		h.Namespace, name, h.secretGrant(ctx, name))})
+}
+
+// secretForbiddenError says what to do about a Forbidden read, and unwraps
+// to it.
+type secretForbiddenError struct {
+	err error
+	msg string
+}
+
+func (e *secretForbiddenError) Error() string { return e.msg }
+func (e *secretForbiddenError) Unwrap() error { return e.err }
+
+// worksForbidden is the refusal for ManifestWorks the current user may not
+// list in a cluster's namespace: the binding that grants them there.
+func (h *Hub) worksForbidden(ctx context.Context, cluster string) error {
+	return cli.Refusedf("the current user may not list manifestworks.%s in namespace %s (ManifestWorks may carry Secrets, so no shipped role lists them everywhere); nothing was changed: bind %s of kubectl-spoke's rbac.yaml in that namespace:\n  %s",
+		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, cli.UserName(ctx, h.Kube.AuthenticationV1())))
 }

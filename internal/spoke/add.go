@@ -484,9 +484,9 @@ func (p *addPlan) access(wait bool, hub *Hub) []cli.Access {
 	out := []cli.Access{access("get", ocm.ClusterManagementAddOnResource, "")}
 	switch p.SecretAction {
 	case secretCreate:
-		out = append(out, access("create", secretResource, hub.Namespace))
+		out = append(out, hub.secretAccess("create", p.Secret.Name))
 	case secretUpdate, secretReplace:
-		out = append(out, access("update", secretResource, hub.Namespace))
+		out = append(out, hub.secretAccess("update", p.Secret.Name))
 	}
 	if p.SpokeAction != spokeNotApplied {
 		out = append(out, hub.spokeAccess("create")...)

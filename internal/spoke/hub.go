@@ -152,11 +152,15 @@ func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedClus
 }
 
 // Secret reads a secret of the release namespace; nil when it does not
-// exist. Its body is never logged, whatever -v says.
+// exist. Its body is never logged, whatever -v says. One the user may not
+// read is a refusal that names the Role granting it alone.
 func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
 	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
+	}
+	if apierrors.IsForbidden(err) {
+		return nil, h.secretForbidden(ctx, name, err)
 	}
 	if err != nil {
 		return nil, wrapRead(err, "Secret", h.Namespace, name)
@@ -247,9 +251,13 @@ func (h *Hub) Spokes(ctx context.Context, ns, selector string) ([]fleetconfig.Sp
 	return out, nil
 }
 
-// ManifestWorks lists the ManifestWorks in a cluster's namespace.
+// ManifestWorks lists the ManifestWorks in a cluster's namespace; where the
+// user may not, it refuses, naming the binding that grants them there.
 func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
 	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster, "")
+	if apierrors.IsForbidden(err) {
+		return nil, h.worksForbidden(ctx, cluster)
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
 	}

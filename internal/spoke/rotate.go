@@ -337,7 +337,7 @@ func (p *rotatePlan) access(hub *Hub) []cli.Access {
 	if p.Secret.Existing == nil {
 		verb = "create"
 	}
-	out := []cli.Access{access(verb, secretResource, hub.Namespace)}
+	out := []cli.Access{hub.secretAccess(verb, p.Secret.Name)}
 	if p.Patch != nil {
 		out = append(out, hub.spokeAccess("patch")...)
 	}

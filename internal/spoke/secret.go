@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +25,15 @@ type secretWrite struct {
 	Existing  *corev1.Secret
 }
 
+// ManagedByLabel marks the Secrets kubectl spoke creates. The admission
+// policy beside rbac.yaml lets a holder of the opt-in create role create
+// only Opaque Secrets with exactly this label, so that role cannot mint a
+// token or plant a Secret another component (Helm, the FleetConfig
+// controller) would take for its own.
+var ManagedByLabel = map[string]string{"app.kubernetes.io/managed-by": FieldManager}
+
 // object is the secret as written: the one read with the key replaced, or a
-// new one holding only the key.
+// new one holding only the key, with ManagedByLabel.
 func (w secretWrite) object() *corev1.Secret {
 	if w.Existing != nil {
 		s := w.Existing.DeepCopy()
@@ -37,7 +45,7 @@ func (w secretWrite) object() *corev1.Secret {
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: maps.Clone(ManagedByLabel)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{w.Key: w.Data},
 	}

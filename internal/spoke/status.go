@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -355,6 +356,9 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 	kc, _, err := h.StoredKubeconfig(ctx, s)
 	if errors.Is(err, errNoSecret) {
 		return missingSecret(s), nil
+	}
+	if apierrors.IsForbidden(err) {
+		return &CredentialReport{Problem: "not read: the current user may not read its secret"}, err
 	}
 	if cli.IsRefused(err) {
 		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err

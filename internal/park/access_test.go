@@ -1,0 +1,49 @@
+package park
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	capi "github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
+)
+
+// TestRoleGrantsWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
+// code: what park cluster and resume check before the patch and what the
+// commands read are granted, every grant is one of those, and no Secret is
+// granted (the workload cluster is read with --cluster-kubeconfig, or the
+// opt-in Role for one NAME-kubeconfig Secret).
+func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
+	roles := clitest.PluginRoles(t, "park")
+	assert.DeepEqual(t, slices.Collect(maps.Keys(roles)), []string{"spokekit-park"})
+	role := roles["spokekit-park"]
+	ns := "dynamo-prod"
+	capiRead := func(verb, resource string) cli.Access {
+		return cli.Access{Verb: verb, Group: capi.Group, Resource: resource, Namespace: ns}
+	}
+	needs := slices.Concat(changeAccess(ns, "app", true), []cli.Access{
+		// What the commands read (platform.go, class.go, status.go).
+		capiRead("get", capi.ClusterResource),
+		capiRead("list", capi.ClusterResource),
+		capiRead("get", capi.ClusterClassResource),
+		capiRead("list", capi.MachineDeploymentResource),
+		capiRead("list", capi.MachinePoolResource),
+		capiRead("list", capi.MachineHealthCheckResource),
+		{Verb: "list", Resource: "pods", Namespace: ns},
+		{Verb: "list", Resource: "events", Namespace: ns},
+	})
+	for _, a := range needs {
+		assert.Check(t, clitest.Allows(role.Rules, a), "not granted: %s", cli.DescribeAccess(a))
+	}
+	for _, g := range clitest.Granted(role) {
+		used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+			return a.Group == g.Group && a.Resource == g.Resource && a.Verb == g.Verb
+		})
+		assert.Check(t, used, "granted but never needed: %s", cli.DescribeAccess(g))
+		assert.Check(t, g.Resource != "secrets", "granted: %s", cli.DescribeAccess(g))
+	}
+}

@@ -1,0 +1,108 @@
+package spoke
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
+)
+
+// TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
+// code: every permission a command checks before writing, and every read
+// it makes, is granted by the shipped roles or the per-Secret Role the
+// commands print; every grant of the roles is one of those; and no role
+// reads or updates Secrets by kind.
+func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
+	roles := clitest.PluginRoles(t, "spoke")
+	assert.DeepEqual(t, clitest.SecretsByKind(roles, "spokekit-spoke-secret-writer"), []string(nil))
+
+	hub := &Hub{Namespace: "mural-system"}
+	const secret = "s1-kubeconfig"
+	perSecret := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: secretVerbs, ResourceNames: []string{secret}}
+	rules := []rbacv1.PolicyRule{perSecret}
+	for _, r := range roles {
+		rules = append(rules, r.Rules...)
+	}
+
+	write := secretWrite{Namespace: hub.Namespace, Name: secret}
+	existing := write
+	existing.Existing = &corev1.Secret{}
+	needs := slices.Concat(
+		(&addPlan{Secret: write, SecretAction: secretCreate, SpokeAction: spokeCreate}).access(true, hub),
+		(&addPlan{Secret: existing, SecretAction: secretUpdate}).access(false, hub),
+		(&rotatePlan{Secret: write, Patch: []api.PatchOp{{}}}).access(hub),
+		(&rotatePlan{Secret: existing}).access(hub),
+		(&removalPlan{ForceDelete: annotationSet, Deletion: deletionDelete, Wait: true}).access(hub),
+		hub.spokeAccess("patch"),
+		// What the commands read without asking first (hub.go, listed.go,
+		// outofband.go, wait.go), and the mark the admission policy reads.
+		[]cli.Access{
+			access("get", fleetconfig.SpokeResource, hub.Namespace),
+			access("list", fleetconfig.SpokeResource, ""),
+			access("list", fleetconfig.HubResource, ""),
+			access("get", ocm.ManagedClusterResource, ""),
+			access("list", ocm.PlacementResource, ""),
+			access("list", ocm.ManifestWorkResource, "s1"),
+			hub.secretAccess("get", secret),
+			{Verb: "create", Group: "spokekit.io", Resource: "kubeconfigsecrets", Namespace: hub.Namespace},
+		},
+	)
+	for _, a := range needs {
+		assert.Check(t, clitest.Allows(rules, a), "not granted: %s", cli.DescribeAccess(a))
+	}
+	for _, g := range clitest.Granted(slices.Collect(maps.Values(roles))...) {
+		used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+			return a.Group == g.Group && a.Resource == g.Resource && a.Subresource == g.Subresource && a.Verb == g.Verb
+		})
+		assert.Check(t, used, "granted but never needed: %s", cli.DescribeAccess(g))
+	}
+
+	// The per-Secret Role reaches that Secret alone.
+	for _, other := range []string{"hub-kubeconfig", "sh.helm.release.v1.mural.v1", "s2-kubeconfig"} {
+		assert.Check(t, !clitest.Allows(rules, hub.secretAccess("get", other)), other)
+		assert.Check(t, !clitest.Allows(rules, hub.secretAccess("update", other)), other)
+	}
+}
+
+func TestSecretGrantNamesTheOneSecret(t *testing.T) {
+	got := cli.SecretGrant(grantPrefix, "mural-system", "s1-kubeconfig", secretVerbs, "system:serviceaccount:ops:alice")
+	assert.Equal(t, got, "kubectl create role spokekit-spoke:s1-kubeconfig -n mural-system --verb get,update --resource secrets --resource-name s1-kubeconfig\n"+
+		"  kubectl create rolebinding spokekit-spoke:s1-kubeconfig -n mural-system --role spokekit-spoke:s1-kubeconfig --user system:serviceaccount:ops:alice")
+	// A user name from the server that a shell would read otherwise is not pasted in.
+	got = cli.SecretGrant(grantPrefix, "mural-system", "s1-kubeconfig", secretVerbs, "alice; rm -rf ~")
+	assert.Check(t, strings.HasSuffix(got, "--user USER"), got)
+}
+
+// A kubeconfig Secret the user may not read refuses (exit 3) with the
+// commands that grant that Secret alone, never a bare Forbidden error, and
+// never as if there were none.
+func TestForbiddenReadsNameTheirGrant(t *testing.T) {
+	kube := fake.NewClientset()
+	kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s1-kubeconfig", errors.New("RBAC"))
+	})
+	hub := &Hub{Kube: kube, Namespace: "mural-system"}
+
+	_, err := hub.Secret(context.Background(), "s1-kubeconfig")
+	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Check(t, apierrors.IsForbidden(err))
+	assert.ErrorContains(t, err, "may not read secret mural-system/s1-kubeconfig; nothing was changed")
+	assert.ErrorContains(t, err, "\n  kubectl create role spokekit-spoke:s1-kubeconfig -n mural-system --verb get,update --resource secrets --resource-name s1-kubeconfig\n")
+}
