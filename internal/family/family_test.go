@@ -56,10 +56,12 @@ current-context: spoke
 		"kubectl spoke force-remove":          {"force-remove", "spoke-1", "--yes"},
 		"kubectl spoke rotate-kubeconfig":     {"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", kubeconfig, "--secret", "spoke-1-kubeconfig-2"},
 		"kubectl spoke set":                   {"set", "spoke-1", "logVerbosity=4"},
+		"kubectl spoke values-diff":           {"values-diff"}, // its one file flag, --values or --helmrelease, each rule adds
 		"kubectl fleetdrain node":             {"node", "worker-1"},
 		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
 		"kubectl fleetdrain uncordon node":    {"uncordon", "node", "worker-1"},
 		"kubectl fleetdrain uncordon cluster": {"uncordon", "cluster", "spoke-1"},
+		"kubectl fleetdrain check":            {"check"},
 		"kubectl park cluster":                {"cluster", "app", "--wait"},
 		"kubectl park resume":                 {"resume", "app", "--wait"},
 		"kubectl park list":                   {"list"},

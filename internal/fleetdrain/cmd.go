@@ -26,6 +26,6 @@ func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
 			# Give a node back
 			kubectl fleetdrain uncordon node worker-1`),
 	}, streams)
-	root.AddCommand(NewCmdNode(f, streams), NewCmdCluster(f, streams), newCmdUncordon(f, streams))
+	root.AddCommand(NewCmdNode(f, streams), NewCmdCluster(f, streams), newCmdUncordon(f, streams), NewCmdCheck(f, streams))
 	return root
 }

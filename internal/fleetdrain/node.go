@@ -218,8 +218,8 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		if err := o.Output.Print(o.Out, report, report.planTable); err != nil {
 			return err
 		}
-		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again",
-			strings.Join(refused, ", "), refusalSummary(report))
+		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again (`kubectl fleetdrain check %s` lists all that their replacement would block, break or lose)",
+			strings.Join(refused, ", "), refusalSummary(report), strings.Join(refused, " "))
 	}
 	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
 		return err

@@ -47,6 +47,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdForceRemove(f, streams),
 		NewCmdRotateKubeconfig(f, streams),
 		NewCmdSet(f, streams),
+		NewCmdValuesDiff(f, streams),
 	)
 	return root
 }

@@ -1,0 +1,264 @@
+//go:build e2e
+
+package fleetdrain
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// checkWorkloads has one workload of each kind of finding on pool check
+// (a local PersistentVolume on check-1), and a DaemonSet, whose pods check
+// leaves out.
+const checkWorkloads = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: check}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: guarded, namespace: check}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: guarded}}
+  template:
+    metadata: {labels: {app: guarded}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: strict, namespace: check}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: guarded}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: solo, namespace: check}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: solo}}
+  template:
+    metadata: {labels: {app: solo}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: members, namespace: check}
+spec:
+  replicas: 3
+  serviceName: members
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: members}}
+  template:
+    metadata: {labels: {app: members}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: example.com/members}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cache, namespace: check}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata: {labels: {app: cache}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: nginx, volumeMounts: [{name: tmp, mountPath: /tmp}]}]
+      volumes: [{name: tmp, emptyDir: {}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: logs, namespace: check}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: logs}}
+  template:
+    metadata: {labels: {app: logs}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: nginx, volumeMounts: [{name: host, mountPath: /data}]}]
+      volumes: [{name: host, hostPath: {path: /var/lib/logs}}]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: check-local}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: check-local
+  local: {path: /mnt/disks/check}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [check-1]}]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: ledger, namespace: check}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: check-local
+  volumeName: check-local
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ledger, namespace: check}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: ledger}}
+  template:
+    metadata: {labels: {app: ledger}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: nginx, volumeMounts: [{name: data, mountPath: /data}]}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: ledger}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lonely, namespace: check, labels: {app: lonely}}
+spec:
+  nodeSelector: {pool: check}
+  containers: [{name: c, image: busybox}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: check}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {pool: check}
+      containers: [{name: c, image: busybox, volumeMounts: [{name: host, mountPath: /host}]}]
+      volumes: [{name: host, hostPath: {path: /}}]
+`
+
+// checkReport is the part of check's -o json report the test reads.
+type checkReport struct {
+	Kind  string   `json:"kind"`
+	Nodes []string `json:"nodes"`
+	Items []struct {
+		Severity, Reason, Object string
+		Metadata                 struct{ Namespace string }
+		Nodes, Pods              []string
+	} `json:"items"`
+	Skipped []string `json:"skipped"`
+}
+
+// TestCheckFindsEachKindOfFinding runs check on a pool holding one
+// workload of each kind of finding, as the real controllers run it: the
+// disruption controller's budget status, the scheduler's placement by the
+// local volume's node affinity.
+func TestCheckFindsEachKindOfFinding(t *testing.T) {
+	c := tenant.get(t)
+	addNodes(t, c, "check", "check-1", "check-2")
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), checkWorkloads))
+	for _, app := range []string{"guarded", "solo", "members", "cache", "logs", "ledger", "lonely", "agent"} {
+		want := map[string]int{"guarded": 2, "members": 3, "cache": 2, "logs": 2, "ledger": 2, "agent": 2}[app]
+		if want == 0 {
+			want = 1
+		}
+		waitPods(t, c, "check", "app="+app, app+" ready", func(r map[string]int) bool { return total(r) == want })
+	}
+	waitBudget(t, c, "check", "strict", 0)
+
+	r := kubectl(t, c, "fleetdrain", "check", "-l", "pool=check", "-o", "json")
+	assert.Equal(t, r.ExitCode, 3, r)
+	var rep checkReport
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
+	assert.Check(t, is.DeepEqual(rep.Nodes, []string{"check-1", "check-2"}))
+	got := map[string]string{}
+	for _, it := range rep.Items {
+		assert.Check(t, is.Equal(it.Metadata.Namespace, "check"), "only pool check's pods count: %+v", it)
+		got[it.Reason+" "+it.Object] = it.Severity
+	}
+	assert.Check(t, is.DeepEqual(got, map[string]string{
+		"BudgetAllowsNoDisruption poddisruptionbudget.policy/strict": "Blocks",
+		"SingleReplica deployment.apps/solo":                         "Disrupts",
+		"QuorumWithoutBudget statefulset.apps/members":               "Disrupts",
+		"EmptyDir deployment.apps/cache":                             "LosesData",
+		"HostPath deployment.apps/logs":                              "LosesData",
+		"LocalVolume deployment.apps/ledger":                         "LosesData",
+		"NoController pod/lonely":                                    "LosesData",
+	}), r)
+	assert.Check(t, is.Len(rep.Skipped, 2), "the DaemonSet's pods are left out: %v", rep.Skipped)
+	for _, want := range []string{"poddisruptionbudget.policy/strict in check", "pod/lonely in check", "deployment.apps/ledger in check"} {
+		assert.Check(t, is.Contains(r.Stderr, want), "exit 3 names each finding that blocks or loses data")
+	}
+
+	// The table, wide: the pods of each finding; the left-out pods noted.
+	r = kubectl(t, c, "fleetdrain", "check", "check-1", "check-2", "-o", "wide", "--allow-emptydir")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stdout, "check/lonely"), r)
+	assert.Check(t, is.Contains(r.Stderr, "Left out: 2 DaemonSet"), r)
+	assert.Check(t, !strings.Contains(r.Stderr, "deployment.apps/cache in check"), "--allow-emptydir: emptyDir is a note")
+
+	// A drain of the node refused for the unmanaged pod points to check.
+	r = kubectl(t, c, "fleetdrain", "node", "check-1", "check-2", "--ignore-daemonsets", "--dry-run=client")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl fleetdrain check check-"), r)
+
+	// Bad input is refused before any request, as fleetdrain node refuses it.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"check-1", "-l", "pool=check"}, 2, "not both"},
+		{[]string{"-l", "pool in ("}, 2, "invalid --selector"},
+		{[]string{"no-such-node"}, 3, `node "no-such-node" not found`},
+		{[]string{"-l", "pool=none"}, 3, "no node matches"},
+	} {
+		r := kubectl(t, c, append([]string{"fleetdrain", "check"}, tc.args...)...)
+		assert.Check(t, is.Equal(r.ExitCode, tc.code), r)
+		assert.Check(t, is.Contains(r.Stderr, tc.want), r)
+	}
+}
+
+// A pool whose workloads ride out a replacement: exit 0, nothing listed.
+func TestCheckClearPool(t *testing.T) {
+	c := tenant.get(t)
+	addNodes(t, c, "check-clear", "check-clear-1")
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
+apiVersion: v1
+kind: Namespace
+metadata: {name: check-clear}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: check-clear}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {pool: check-clear}
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: check-clear}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+`))
+	waitPods(t, c, "check-clear", "app=web", "web ready", func(r map[string]int) bool { return total(r) == 2 })
+	waitBudget(t, c, "check-clear", "web", 1)
+	r := kubectl(t, c, "fleetdrain", "check", "check-clear-1")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Equal(r.Stdout, ""), r)
+	assert.Check(t, is.Contains(r.Stderr, "Nothing would block a replacement of 1 node(s) or lose data"), r)
+}
