@@ -48,7 +48,17 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []cli.Access{
 			mc("get"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
+			// The Spoke of each cluster's name, for its Compute Pool marks (cluster.go).
+			{Verb: "list", Group: "fleetconfig.open-cluster-management.io", Resource: "spokes"},
 		}),
+		// What check reads (check.go): it never writes.
+		"spokekit-fleetdrain-check": {
+			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
+			core("list", "persistentvolumeclaims", "", ""), core("list", "persistentvolumes", "", ""),
+			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"},
+			{Verb: "list", Group: "apps", Resource: "deployments"}, {Verb: "list", Group: "apps", Resource: "replicasets"},
+			{Verb: "list", Group: "apps", Resource: "statefulsets"},
+		},
 		"spokekit-fleetdrain-works": slices.DeleteFunc(clusterAccess([]string{"a"}, true), func(a cli.Access) bool { return a.Verb == "patch" }),
 	}
 	assert.Equal(t, len(roles), len(cases))

@@ -144,11 +144,11 @@ func TestValuesDiffCannotCompareIsNotDrift(t *testing.T) {
 // add --apply creates from it are in step for values-diff, klusterlet
 // settings copied from the hub's entry included.
 func TestValuesDiffAgreesWithAdd(t *testing.T) {
-	src, _, err := values.Add([]byte(diffValuesFile), values.HelmValues, values.Entry{Name: "spoke-9", SecretName: "spoke-9-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults})
+	src, _, err := values.Add([]byte(diffValuesFile), values.HelmValues, values.Entry{Name: "spoke-9", SecretName: "spoke-9-kubeconfig", Cleanup: fleetconfig.ChartCleanupDefaults, HubName: planHub().Name})
 	assert.NilError(t, err)
 	entry, err := values.EntryValues(src, values.HelmValues, "spoke-9")
 	assert.NilError(t, err)
-	s, err := RenderSpoke("spoke-9", planHub(), "spoke-9-kubeconfig", entry, fleetconfig.ChartCleanupDefaults)
+	s, err := RenderSpoke("spoke-9", planHub(), "spoke-9-kubeconfig", entry, ChartSettings{Cleanup: fleetconfig.ChartCleanupDefaults, Mode: modeUnified})
 	assert.NilError(t, err)
 	data, err := json.Marshal(s)
 	assert.NilError(t, err)
