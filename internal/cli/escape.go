@@ -14,8 +14,10 @@ import (
 // EscapeTerminal makes text from a cluster (names, condition messages,
 // annotations, error messages) safe to print on a terminal: ESC and CR as
 // kubectl escapes them (printers.EscapeTerminal), every other control
-// character, and the bidirectional overrides that reorder what is shown,
-// written out as \xNN or \uNNNN. Newlines and tabs stay.
+// character (BEL, C1), and the bidirectional overrides that reorder what is
+// shown, written out as \xNN or \uNNNN. Newlines and tabs stay. The
+// credentials of URLs are scrubbed (ScrubURLs) on the way: this is the one
+// filter of all terminal output.
 func EscapeTerminal(s string) string { return escape(s, false) }
 
 // escapeLine is EscapeTerminal for one line (a table cell, the progress
@@ -23,6 +25,7 @@ func EscapeTerminal(s string) string { return escape(s, false) }
 func escapeLine(s string) string { return escape(s, true) }
 
 func escape(s string, oneLine bool) string {
+	s = ScrubURLs(s)
 	if !needsEscape(s, oneLine) {
 		return s
 	}

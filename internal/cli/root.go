@@ -5,6 +5,7 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -95,12 +96,33 @@ func withClientRate(c *rest.Config) *rest.Config {
 }
 
 // addLogFlags adds kubectl's -v/--v, so `-v=6` shows the requests a command
-// makes, as it does in kubectl.
+// makes, as it does in kubectl. The log goes to stderr through logWriter:
+// klog writes straight to stderr otherwise, past every filter.
 func addLogFlags(flags *pflag.FlagSet) {
 	gf := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(gf)
+	// Every line once, to the output set below (FATAL also to stderr as it is).
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "one_output": "true"} {
+		if err := gf.Set(name, value); err != nil {
+			panic(err)
+		}
+	}
+	klog.SetOutput(logWriter{})
 	flags.AddGoFlag(gf.Lookup("v"))
 	flags.AddGoFlag(gf.Lookup("vmodule"))
+}
+
+// logWriter writes klog's lines to stderr with the credentials of URLs
+// scrubbed and control characters escaped: from -v=6 client-go logs every
+// request's URL, and a kubeconfig's server URL may carry a password or a
+// token as user name.
+type logWriter struct{}
+
+func (logWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(os.Stderr, EscapeTerminal(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Group makes cmd a command that only holds subcommands: alone it prints its
