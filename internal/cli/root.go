@@ -71,11 +71,21 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(withClientRate(c), root.Context)) }
 	flags := root.PersistentFlags()
 	f.addFlags(flags)
+	flags.BoolVar(&AllowInsecureKubeconfigSecrets, "allow-insecure-kubeconfig-secrets", false,
+		"Use kubeconfigs read from Secrets even when they send requests over plain http, to link-local or cloud metadata addresses, through a proxy, or without checking the server's certificate.")
 	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
 }
+
+// AllowInsecureKubeconfigSecrets is --allow-insecure-kubeconfig-secrets: a
+// kubeconfig read from a Secret was written by whoever may write that Secret,
+// and by default may not send this machine's requests over plain http, to
+// link-local or metadata addresses, through a proxy or without checking the
+// certificate (internal/kubeconfig). A process-wide flag like -v, so that
+// every command reading such kubeconfigs takes it the same way.
+var AllowInsecureKubeconfigSecrets bool
 
 // Client-side request rate of every plugin. client-go's default (5 a second,
 // bursts of 10) makes a list of thousands of objects wait between pages and
