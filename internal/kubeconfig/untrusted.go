@@ -169,13 +169,11 @@ func insecureParts(cfg *clientcmdapi.Config) []string {
 			continue
 		}
 		owner := fmt.Sprintf("cluster %q", name)
-		if u, err := url.Parse(c.Server); err == nil {
-			if !strings.EqualFold(u.Scheme, "https") {
-				out = append(out, fmt.Sprintf("%s sends requests over %s, unencrypted", owner, u.Scheme))
-			}
-			if metadataHost(u.Hostname()) {
-				out = append(out, fmt.Sprintf("%s sends requests to the link-local or cloud metadata address %s", owner, u.Hostname()))
-			}
+		if scheme, _, _ := strings.Cut(c.Server, "://"); !strings.EqualFold(scheme, "https") {
+			out = append(out, fmt.Sprintf("%s sends requests over %q, not https", owner, scheme))
+		}
+		if u, err := url.Parse(c.Server); err == nil && metadataHost(u.Hostname()) {
+			out = append(out, fmt.Sprintf("%s sends requests to the link-local or cloud metadata address %s", owner, u.Hostname()))
 		}
 		if c.ProxyURL != "" {
 			out = append(out, fmt.Sprintf("%s sends requests through the proxy %s", owner, cli.ScrubURLs(c.ProxyURL)))
