@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,6 +32,7 @@ type APIServer struct {
 
 	mu        sync.Mutex
 	requests  []string
+	bodies    map[string]string
 	responses map[string]response
 }
 
@@ -49,11 +51,13 @@ func (s *APIServer) Respond(request string, code int, body string) {
 // NewAPIServer starts the server for the test's lifetime.
 func NewAPIServer(t *testing.T) *APIServer {
 	t.Helper()
-	s := &APIServer{responses: map[string]response{}}
+	s := &APIServer{responses: map[string]response{}, bodies: map[string]string{}}
 	// TLS, as a kubeconfig read from a Secret must use (internal/kubeconfig).
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.String())
+		s.bodies[r.Method+" "+r.URL.Path] = string(body)
 		resp, ok := s.responses[r.Method+" "+r.URL.Path]
 		s.mu.Unlock()
 		if !ok {
@@ -96,6 +100,14 @@ func writeKubeconfig(t *testing.T, srv *httptest.Server) string {
 		"contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n"
 	assert.NilError(t, os.WriteFile(path, []byte(kc), 0o600))
 	return path
+}
+
+// Body is the body of the last request "METHOD /path" (no query), so a
+// test can check what a write sent: its resourceVersion precondition, say.
+func (s *APIServer) Body(request string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[request]
 }
 
 // Requests are the requests received so far ("GET /api/v1/...").
