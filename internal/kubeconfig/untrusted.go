@@ -169,8 +169,10 @@ func insecureParts(cfg *clientcmdapi.Config) []string {
 			continue
 		}
 		owner := fmt.Sprintf("cluster %q", name)
-		if scheme, _, _ := strings.Cut(c.Server, "://"); !strings.EqualFold(scheme, "https") {
-			out = append(out, fmt.Sprintf("%s sends requests over %q, not https", owner, scheme))
+		// The server is not quoted: without a scheme, what precedes the
+		// host may be a password.
+		if !strings.HasPrefix(strings.ToLower(c.Server), "https://") {
+			out = append(out, owner+" does not send its requests over https (its server must start with https://)")
 		}
 		if u, err := url.Parse(c.Server); err == nil && metadataHost(u.Hostname()) {
 			out = append(out, fmt.Sprintf("%s sends requests to the link-local or cloud metadata address %s", owner, u.Hostname()))

@@ -132,14 +132,15 @@ func TestFromSecretRefusesInsecureTransport(t *testing.T) {
 		return strings.Replace(fromCluster("", "", ""), "server: https://127.0.0.1:6443", "server: "+url, 1)
 	}
 	cases := map[string]struct{ data, want string }{
-		"plain http":               {server("http://spoke.example:6443"), `cluster "spoke" sends requests over "http", not https`},
+		"plain http":               {server("http://spoke.example:6443"), `cluster "spoke" does not send its requests over https`},
 		"link-local address":       {server("https://169.254.169.254"), `cluster "spoke" sends requests to the link-local or cloud metadata address 169.254.169.254`},
+		"no scheme, a password":    {server("admin:pw-0123456789@spoke.example:6443"), `cluster "spoke" does not send its requests over https`},
 		"link-local IPv6":          {server("https://[fe80::1%25eth0]:6443"), "link-local or cloud metadata address fe80::1"},
 		"IPv4 in IPv6":             {server("https://[::ffff:169.254.169.254]"), "link-local or cloud metadata address"},
 		"metadata host name":       {server("https://metadata.google.internal."), "link-local or cloud metadata address metadata.google.internal"},
 		"a proxy":                  {fromCluster("", "    proxy-url: http://proxy.example:3128\n", ""), `cluster "spoke" sends requests through the proxy http://proxy.example:3128`},
 		"no certificate check":     {fromCluster("", "    insecure-skip-tls-verify: true\n", ""), `cluster "spoke" does not check the server's certificate (insecure-skip-tls-verify)`},
-		"a cluster no context use": {fromCluster("", "- name: other\n  cluster: {server: http://10.0.0.1}\n", ""), `cluster "other" sends requests over "http", not https`},
+		"a cluster no context use": {fromCluster("", "- name: other\n  cluster: {server: http://10.0.0.1}\n", ""), `cluster "other" does not send its requests over https`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +148,7 @@ func TestFromSecretRefusesInsecureTransport(t *testing.T) {
 			assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
 			assert.Check(t, is.ErrorContains(err, tc.want))
 			assert.Check(t, is.ErrorContains(err, "--allow-insecure-kubeconfig-secrets"))
+			assert.Check(t, !strings.Contains(err.Error(), "pw-0123456789"), "the server is never quoted whole")
 		})
 	}
 	t.Run("allowed by the flag", func(t *testing.T) {
