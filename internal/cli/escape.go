@@ -24,8 +24,14 @@ func EscapeTerminal(s string) string { return escape(s, false) }
 // line): newlines and tabs are written out too, so text cannot fake rows.
 func escapeLine(s string) string { return escape(s, true) }
 
+// escape escapes first and scrubs what is shown: scrubbing first would let
+// a newline escaped to \n join what it had kept apart, and escaping the
+// result again would scrub more (found by FuzzEscape).
 func escape(s string, oneLine bool) string {
-	s = ScrubURLs(s)
+	return ScrubURLs(escapeControls(s, oneLine))
+}
+
+func escapeControls(s string, oneLine bool) string {
 	if !needsEscape(s, oneLine) {
 		return s
 	}
