@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
@@ -26,13 +27,47 @@ func ValidateChunkSize(size int64) error {
 	return nil
 }
 
+// Bounds of one listing: a server (or whatever answers in its place) that
+// hands out continue tokens forever must not keep a command listing, nor
+// fill its memory. No fleet comes near them.
+const (
+	MaxListItems = 1_000_000
+	MaxListPages = 100_000
+)
+
 // EachInChunks lists in pages of size objects (0: all at once), as kubectl's
 // --chunk-size does, and calls each with every item, of type T, until each
-// returns an error.
+// returns an error. It stops with an error at a continue token the server
+// gave before, and past MaxListPages pages or MaxListItems objects.
 func EachInChunks[T any](ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), size int64, opts metav1.ListOptions, each func(*T) error) error {
-	p := pager.New(list)
+	seen := map[string]bool{}
+	pages := 0
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		if pages++; pages > MaxListPages {
+			return nil, fmt.Errorf("the list went on for more than %d pages: stopped (a larger --chunk-size makes fewer)", MaxListPages)
+		}
+		obj, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta.ListAccessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		if token := m.GetContinue(); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("the server returned the continue token %q a second time: stopped a list that would never end", token)
+			}
+			seen[token] = true
+		}
+		return obj, nil
+	})
 	p.PageSize = size
+	items := 0
 	return p.EachListItem(ctx, opts, func(obj runtime.Object) error {
+		if items++; items > MaxListItems {
+			return fmt.Errorf("the list holds more than %d objects: stopped", MaxListItems)
+		}
 		item, ok := any(obj).(*T)
 		if !ok {
 			return fmt.Errorf("listed a %T, not a %T", obj, item)

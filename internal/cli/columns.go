@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
@@ -66,12 +66,11 @@ func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 }
 
 func readColumnsFile(path string) (headers, specs []string, err error) {
-	f, err := os.Open(path) //nolint:gosec // the file the user named in -o custom-columns-file
+	data, _, err := ReadFile(path, MaxFileSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("error reading template %s, %w", path, err)
 	}
-	defer f.Close() //nolint:errcheck // read only: closing loses nothing
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	const format = "Expected format is one line of space separated headers, one line of space separated column specs."
 	if !sc.Scan() {
 		return nil, nil, fmt.Errorf("invalid template, missing header line. %s", format)
@@ -118,7 +117,7 @@ func (c *customColumns) PrintObj(obj runtime.Object, out io.Writer) error {
 			}
 			for _, r := range results {
 				for _, v := range r {
-					values = append(values, printers.EscapeTerminal(fmt.Sprint(v.Interface())))
+					values = append(values, escapeLine(fmt.Sprint(v.Interface())))
 				}
 			}
 			cells[i] = strings.Join(values, ",")

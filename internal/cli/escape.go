@@ -14,15 +14,24 @@ import (
 // EscapeTerminal makes text from a cluster (names, condition messages,
 // annotations, error messages) safe to print on a terminal: ESC and CR as
 // kubectl escapes them (printers.EscapeTerminal), every other control
-// character, and the bidirectional overrides that reorder what is shown,
-// written out as \xNN or \uNNNN. Newlines and tabs stay.
+// character (BEL, C1), and the bidirectional overrides that reorder what is
+// shown, written out as \xNN or \uNNNN. Newlines and tabs stay. The
+// credentials of URLs are scrubbed (ScrubURLs) on the way: this is the one
+// filter of all terminal output.
 func EscapeTerminal(s string) string { return escape(s, false) }
 
 // escapeLine is EscapeTerminal for one line (a table cell, the progress
 // line): newlines and tabs are written out too, so text cannot fake rows.
 func escapeLine(s string) string { return escape(s, true) }
 
+// escape escapes first and scrubs what is shown: scrubbing first would let
+// a newline escaped to \n join what it had kept apart, and escaping the
+// result again would scrub more (found by FuzzEscape).
 func escape(s string, oneLine bool) string {
+	return ScrubURLs(escapeControls(s, oneLine))
+}
+
+func escapeControls(s string, oneLine bool) string {
 	if !needsEscape(s, oneLine) {
 		return s
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/spokekit/spokekit/internal/api"
@@ -97,4 +99,30 @@ func TestMainStreamsEscapeTextButNotMachineFormats(t *testing.T) {
 		assert.NilError(t, o.Print(streams.Out, obj, table))
 		assert.Check(t, is.Contains(out.String(), want), format)
 	}
+}
+
+// Lines of their own beside the progress carry server text (eviction
+// errors from a webhook): each is one escaped line.
+func TestProgressPrintfEscapes(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		var buf bytes.Buffer
+		p := NewProgress(&buf)
+		p.live = live
+		p.Printf("node/%s not drained: %v", "a", errors.New(hostile))
+		got := strings.TrimPrefix(buf.String(), "\r\x1b[K")
+		noControl(t, got)
+		assert.Check(t, is.Equal(strings.Count(got, "\n"), 1), "one line: %q", got)
+	}
+}
+
+func TestCustomColumnsEscapeCells(t *testing.T) {
+	o := NewOutput()
+	*o.PrintFlags.OutputFormat = "custom-columns=NAME:metadata.name,MESSAGE:status.message"
+	assert.NilError(t, o.Validate())
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "spoke-1"}, "status": map[string]any{"message": hostile}}}
+	var buf bytes.Buffer
+	assert.NilError(t, o.Print(&buf, obj, nil))
+	noControl(t, buf.String())
+	assert.Check(t, is.Len(strings.Split(strings.TrimSpace(buf.String()), "\n"), 2), "one header and one row:\n%s", buf.String())
 }

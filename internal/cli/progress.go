@@ -49,12 +49,13 @@ func (p *Progress) Update(format string, args ...any) {
 // Printf writes a line of its own (e.g. "node/x drained") without tearing
 // the live line: the line is cleared, the message written, the live state
 // drawn again. Every writer of a command's stderr that runs beside the
-// progress goes through it, so writes never interleave.
+// progress goes through it, so writes never interleave. The line carries
+// server text (eviction errors): it is escaped to one line like Update's.
 func (p *Progress) Printf(format string, args ...any) {
 	if p == nil {
 		return
 	}
-	msg := fmt.Sprintf(format, args...)
+	msg := escapeLine(fmt.Sprintf(format, args...))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.live {

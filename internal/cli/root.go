@@ -5,6 +5,7 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -70,11 +71,21 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(withClientRate(c), root.Context)) }
 	flags := root.PersistentFlags()
 	f.addFlags(flags)
+	flags.BoolVar(&AllowInsecureKubeconfigSecrets, "allow-insecure-kubeconfig-secrets", false,
+		"Use kubeconfigs read from Secrets even when they send requests over plain http, to link-local or cloud metadata addresses, through a proxy, or without checking the server's certificate.")
 	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
 }
+
+// AllowInsecureKubeconfigSecrets is --allow-insecure-kubeconfig-secrets: a
+// kubeconfig read from a Secret was written by whoever may write that Secret,
+// and by default may not send this machine's requests over plain http, to
+// link-local or metadata addresses, through a proxy or without checking the
+// certificate (internal/kubeconfig). A process-wide flag like -v, so that
+// every command reading such kubeconfigs takes it the same way.
+var AllowInsecureKubeconfigSecrets bool
 
 // Client-side request rate of every plugin. client-go's default (5 a second,
 // bursts of 10) makes a list of thousands of objects wait between pages and
@@ -95,12 +106,33 @@ func withClientRate(c *rest.Config) *rest.Config {
 }
 
 // addLogFlags adds kubectl's -v/--v, so `-v=6` shows the requests a command
-// makes, as it does in kubectl.
+// makes, as it does in kubectl. The log goes to stderr through logWriter:
+// klog writes straight to stderr otherwise, past every filter.
 func addLogFlags(flags *pflag.FlagSet) {
 	gf := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(gf)
+	// Every line once, to the output set below (FATAL also to stderr as it is).
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "one_output": "true"} {
+		if err := gf.Set(name, value); err != nil {
+			panic(err)
+		}
+	}
+	klog.SetOutput(logWriter{})
 	flags.AddGoFlag(gf.Lookup("v"))
 	flags.AddGoFlag(gf.Lookup("vmodule"))
+}
+
+// logWriter writes klog's lines to stderr with the credentials of URLs
+// scrubbed and control characters escaped: from -v=6 client-go logs every
+// request's URL, and a kubeconfig's server URL may carry a password or a
+// token as user name.
+type logWriter struct{}
+
+func (logWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(os.Stderr, EscapeTerminal(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Group makes cmd a command that only holds subcommands: alone it prints its

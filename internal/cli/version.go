@@ -109,5 +109,6 @@ func serverInfo(f *Factory) (*ServerInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("asking %s for its version: %w", cfg.Host, err)
 	}
-	return &ServerInfo{URL: cfg.Host, Version: sv.GitVersion}, nil
+	// -o json and yaml print as they are: scrub the URL here.
+	return &ServerInfo{URL: ScrubURLs(cfg.Host), Version: sv.GitVersion}, nil
 }

@@ -27,8 +27,8 @@ import (
 // on the hub: the hub uses it again at removal time, maybe a year later.
 const DefaultMinLifetime = 365 * 24 * time.Hour
 
-// Kubeconfig is a parsed kubeconfig reduced to its current context, with
-// every referenced file inlined.
+// Kubeconfig is a parsed kubeconfig reduced to its current context, which
+// names no local file (Load and FromSecret refuse those).
 type Kubeconfig struct {
 	config *clientcmdapi.Config
 	// source names where it came from (a file, a secret), for messages.
@@ -129,8 +129,6 @@ func (k *Kubeconfig) Credential(now time.Time, minLifetime time.Duration) (Crede
 		return Credential{}, fmt.Errorf("user %q runs the exec plugin %q to get a token: the hub cannot run it, and its tokens are short-lived; use a service-account token or a client certificate", k.User, u.Exec.Command)
 	case u.AuthProvider != nil:
 		return Credential{}, fmt.Errorf("user %q uses the auth-provider %q, whose tokens are short-lived and refreshed on the client; use a service-account token or a client certificate", k.User, u.AuthProvider.Name)
-	case u.TokenFile != "":
-		return Credential{}, fmt.Errorf("user %q reads its token from the file %s, which the hub does not have; put the token itself in the kubeconfig", k.User, u.TokenFile)
 	}
 	var c Credential
 	switch {

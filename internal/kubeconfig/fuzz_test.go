@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"strings"
 	"testing"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -10,8 +11,10 @@ import (
 
 // FuzzFromSecret feeds the loader of kubeconfigs from a cluster any bytes.
 // Whatever it accepts must give a client that runs nothing and reads no
-// file; whatever names a program or a file anywhere must be refused (exit
-// 3). The check below lists the fields itself, apart from the loader's list.
+// file; whatever names a program or a file anywhere, or sends requests
+// other than straight over https with the certificate checked, must be
+// refused (exit 3). The checks below list the fields themselves, apart from
+// the loader's lists.
 func FuzzFromSecret(f *testing.F) {
 	for _, seed := range []string{
 		fromCluster("", "", ""),
@@ -21,6 +24,8 @@ func FuzzFromSecret(f *testing.F) {
 		fromCluster("    client-certificate: a.crt\n    client-key: a.key\n", "", ""),
 		fromCluster("", "    certificate-authority: /etc/ca.crt\n", ""),
 		fromCluster("", "    proxy-url: http://u:p@proxy:3128\n", ""),
+		fromCluster("", "    insecure-skip-tls-verify: true\n", ""),
+		strings.Replace(fromCluster("", "", ""), "https://127.0.0.1:6443", "http://169.254.169.254", 1),
 		`{"apiVersion":"v1","kind":"Config","current-context":"a","contexts":[{"name":"a","context":{"cluster":"a","user":"a"}}],"clusters":[{"name":"a","cluster":{"server":"https://h"}}],"users":[{"name":"a","user":{"exec":{"command":"x"}}}]}`,
 		"",
 	} {
@@ -30,7 +35,7 @@ func FuzzFromSecret(f *testing.F) {
 		s := secretWith("")
 		s.Data["kubeconfig"] = data
 		k, err := FromSecret(s, "kubeconfig")
-		if raw, perr := decode(data, "fuzz input"); perr == nil && runsOrReads(raw) {
+		if raw, perr := decode(data, "fuzz input"); perr == nil && (runsOrReads(raw) || leavesHTTPS(raw)) {
 			if cli.ExitCode(err) != cli.ExitRefused {
 				t.Fatalf("a kubeconfig that runs a program or reads a file was not refused: %v", err)
 			}
@@ -45,6 +50,9 @@ func FuzzFromSecret(f *testing.F) {
 		if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != "" || cfg.BearerTokenFile != "" {
 			t.Fatalf("a client from a cluster's kubeconfig would run a program or read a file: %+v", cfg)
 		}
+		if cfg.Insecure || cfg.Proxy != nil || !strings.HasPrefix(strings.ToLower(cfg.Host), "https://") || cfg.Dial == nil {
+			t.Fatalf("a client from a cluster's kubeconfig would leave https or go unguarded: %+v", cfg)
+		}
 	})
 }
 
@@ -56,6 +64,15 @@ func runsOrReads(c *clientcmdapi.Config) bool {
 	}
 	for _, cl := range c.Clusters {
 		if cl != nil && cl.CertificateAuthority != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func leavesHTTPS(c *clientcmdapi.Config) bool {
+	for _, cl := range c.Clusters {
+		if cl != nil && (!strings.HasPrefix(strings.ToLower(cl.Server), "https://") || cl.ProxyURL != "" || cl.InsecureSkipTLSVerify) {
 			return true
 		}
 	}

@@ -3,63 +3,20 @@ package kubeconfig
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"syscall"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// MaxFileSize bounds a kubeconfig file read from the local disk. The
-// kubeconfig of a spoke ends up in a Secret, and a Secret holds at most 1 MiB.
-const MaxFileSize = 1 << 20
-
-// readFile reads a kubeconfig file the user named: a regular file of at most
-// MaxFileSize bytes. A device (/dev/zero), FIFO or socket would be read
-// forever, or block the open itself.
+// readFile reads a kubeconfig file the user named, or a file it names:
+// bounded, regular files only (cli.ReadFile).
 func readFile(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO without a writer returns at once instead
-	// of waiting; for a regular file it changes nothing.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) //nolint:gosec // the kubeconfig the user named
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	defer f.Close() //nolint:errcheck // read only: closing loses nothing
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: give the path of a kubeconfig file", path, fileKind(info.Mode()))
-	}
-	tooBig := fmt.Errorf("%s is larger than %d bytes, the most a kubeconfig file may have here", path, MaxFileSize)
-	if info.Size() > MaxFileSize {
-		return nil, tooBig
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, tooBig
-	}
-	return data, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
+	data, _, err := cli.ReadFile(path, cli.MaxFileSize)
+	return data, err
 }
 
 // decode is the one place a kubeconfig's bytes are parsed. The decoder's
@@ -72,8 +29,11 @@ func decode(data []byte, source string) (*clientcmdapi.Config, error) {
 	return cfg, nil
 }
 
-// Load reads a kubeconfig file the user gave (relative paths resolved
-// against it, the files it names inlined).
+// Load reads a kubeconfig file handed over for a spoke, to be stored in the
+// hub's Secret. Its current context may name no local file: whatever a
+// file holds (a key meant for something else: ~/.ssh/id_ed25519) would be
+// copied into the Secret unseen, so each one is named and refused (exit 3)
+// and nothing is read; the user inlines the ones they mean to hand over.
 func Load(path string) (*Kubeconfig, error) {
 	cfg, err := readUserFile(path)
 	if err != nil {
@@ -83,9 +43,10 @@ func Load(path string) (*Kubeconfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The hub has none of the files a kubeconfig may point at.
-	if err := clientcmdapi.FlattenConfig(k.config); err != nil {
-		return nil, fmt.Errorf("%s: inlining the files it references: %w", path, err)
+	if files := fileParts(k.config); len(files) > 0 {
+		return nil, cli.Refusedf("refusing %s: %s. Its content goes into a Secret on the hub, and only data fields are taken from it, no file is read into it; "+
+			"check that these files are the ones to hand over, then inline them with `kubectl config view --flatten --minify --kubeconfig %s > spoke.kubeconfig` and give that file",
+			path, strings.Join(files, "; "), path)
 	}
 	return k, nil
 }
@@ -100,6 +61,9 @@ func UserRESTConfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := inlineFiles(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
 	if err != nil {
 		if errors.Is(err, clientcmd.ErrEmptyConfig) {
@@ -108,6 +72,50 @@ func UserRESTConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rc, nil
+}
+
+// inlineFiles reads the files the kubeconfig names into their data fields,
+// with the bounds of every local file (client-go would read them whole,
+// and block on a FIFO).
+func inlineFiles(cfg *clientcmdapi.Config) error {
+	inline := func(path *string, data *[]byte) error {
+		if *path == "" {
+			return nil
+		}
+		b, err := readFile(*path)
+		if err != nil {
+			return err
+		}
+		*path, *data = "", b
+		return nil
+	}
+	for _, c := range cfg.Clusters {
+		if c == nil {
+			continue
+		}
+		if err := inline(&c.CertificateAuthority, &c.CertificateAuthorityData); err != nil {
+			return err
+		}
+	}
+	for _, u := range cfg.AuthInfos {
+		if u == nil {
+			continue
+		}
+		if err := inline(&u.ClientCertificate, &u.ClientCertificateData); err != nil {
+			return err
+		}
+		if err := inline(&u.ClientKey, &u.ClientKeyData); err != nil {
+			return err
+		}
+		var token []byte
+		if err := inline(&u.TokenFile, &token); err != nil {
+			return err
+		}
+		if token != nil {
+			u.Token = strings.TrimSpace(string(token))
+		}
+	}
+	return nil
 }
 
 // readUserFile reads and decodes a kubeconfig file of the user's, its file

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 // A file that never ends, or never starts, is refused at once (on the old
@@ -17,7 +20,7 @@ func TestLoadReadsRegularFilesOnly(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	assert.NilError(t, syscall.Mkfifo(fifo, 0o600))
 	big := filepath.Join(dir, "big")
-	assert.NilError(t, os.WriteFile(big, []byte(strings.Repeat("#", MaxFileSize+1)), 0o600))
+	assert.NilError(t, os.WriteFile(big, []byte(strings.Repeat("#", cli.MaxFileSize+1)), 0o600))
 	cases := map[string]struct{ path, want string }{
 		"a device":         {"/dev/zero", "/dev/zero is a device, not a regular file"},
 		"a FIFO":           {fifo, fifo + " is a FIFO, not a regular file"},
@@ -46,5 +49,41 @@ func TestUserRESTConfigKeepsKubectlMeaning(t *testing.T) {
 	cfg, err := UserRESTConfig(path)
 	assert.NilError(t, err)
 	assert.Equal(t, cfg.ExecProvider.Command, "my-login")
-	assert.Equal(t, cfg.CAFile, filepath.Join(dir, "ca.crt"))
+	assert.Equal(t, string(cfg.CAData), "ca", "read here, bounded")
+	assert.Equal(t, cfg.CAFile, "")
+}
+
+// A kubeconfig handed over for a spoke goes into the hub's Secret: the
+// local files it names (an SSH key, say) are refused, each named, never read
+// into it.
+func TestLoadRefusesFileReferences(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	assert.NilError(t, os.WriteFile(key, []byte("PRIVATE SSH KEY"), 0o600))
+	path := filepath.Join(dir, "config")
+	assert.NilError(t, os.WriteFile(path, []byte(fromCluster(
+		"    client-key: "+key+"\n    client-certificate: admin.crt\n    tokenFile: /var/run/token\n",
+		"    certificate-authority: ca.crt\n", "")), 0o600))
+	_, err := Load(path)
+	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+	for _, want := range []string{
+		`user "admin" names the local file "` + key + `" (client-key)`,
+		`(client-certificate)`, `(tokenFile)`,
+		`cluster "spoke" names the local file "` + filepath.Join(dir, "ca.crt") + `" (certificate-authority)`,
+		"kubectl config view --flatten --minify",
+	} {
+		assert.Check(t, is.ErrorContains(err, want))
+	}
+	assert.Check(t, !strings.Contains(err.Error(), "PRIVATE SSH KEY"))
+}
+
+// The user's own kubeconfig may name files; they are read as any local
+// file is, bounded, and a FIFO among them does not block.
+func TestUserRESTConfigReadsReferencedFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "token"), 0o600))
+	path := filepath.Join(dir, "config")
+	assert.NilError(t, os.WriteFile(path, []byte(fromCluster("    tokenFile: token\n", "", "")), 0o600))
+	_, err := UserRESTConfig(path)
+	assert.ErrorContains(t, err, "is a FIFO, not a regular file")
 }

@@ -3,10 +3,11 @@ package kubeconfig
 import (
 	"net/url"
 	"strings"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
-// redacted replaces a secret in what is printed.
-const redacted = "REDACTED"
+const redacted = cli.Redacted
 
 // redactURL replaces the user information of a URL (https://user:pass@host)
 // with REDACTED: a token may be given as the user name, too.
@@ -21,7 +22,8 @@ func redactURL(s string) string {
 
 // scrub is an error's message with the user information of the
 // kubeconfig's server and proxy URLs removed, in the forms Go and client-go
-// print it (user:pass@, user:***@, user@).
+// print it (user:pass@, user:***@, user@), also where no URL surrounds it,
+// and then that of any URL (cli.ScrubURLs).
 func (k *Kubeconfig) scrub(err error) string {
 	msg := err.Error()
 	for _, c := range k.config.Clusters {
@@ -42,5 +44,5 @@ func (k *Kubeconfig) scrub(err error) string {
 			}
 		}
 	}
-	return msg
+	return cli.ScrubURLs(msg)
 }

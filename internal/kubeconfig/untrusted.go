@@ -2,8 +2,13 @@ package kubeconfig
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -34,6 +39,11 @@ func FromSecret(s *corev1.Secret, key string) (*Kubeconfig, error) {
 		return nil, cli.Refusedf("refusing the kubeconfig in %s: %s. A kubeconfig read from a cluster may not run programs or read files on this machine; nothing was run or read. Store one whose credential is inline (token, or client-certificate-data and client-key-data, with certificate-authority-data)",
 			source, strings.Join(reasons, "; "))
 	}
+	if reasons := insecureParts(cfg); len(reasons) > 0 && !cli.AllowInsecureKubeconfigSecrets {
+		return nil, cli.Refusedf("refusing the kubeconfig in %s: %s. Whoever may write that Secret would choose where this machine sends its requests and credentials; nothing was sent. "+
+			"Store one whose server is https, checked against certificate-authority-data, reached directly, or pass --allow-insecure-kubeconfig-secrets if this is meant",
+			source, strings.Join(reasons, "; "))
+	}
 	k, err := fromConfig(cfg, source)
 	if err != nil {
 		return nil, err
@@ -43,8 +53,7 @@ func FromSecret(s *corev1.Secret, key string) (*Kubeconfig, error) {
 }
 
 // unsafeParts names every part of cfg that runs a program or reads a local
-// file, in a stable order. The file fields are clientcmd's own list of file
-// references, so a field clientcmd learns to read is refused too.
+// file, in a stable order.
 func unsafeParts(cfg *clientcmdapi.Config) []string {
 	var out []string
 	for _, name := range sortedKeys(cfg.AuthInfos) {
@@ -57,6 +66,20 @@ func unsafeParts(cfg *clientcmdapi.Config) []string {
 		}
 		if u.AuthProvider != nil {
 			out = append(out, fmt.Sprintf("user %q uses the auth-provider %q", name, u.AuthProvider.Name))
+		}
+	}
+	return append(out, fileParts(cfg)...)
+}
+
+// fileParts names every local file cfg refers to, in a stable order. The
+// fields are clientcmd's own list of file references, so a field clientcmd
+// learns to read is named too.
+func fileParts(cfg *clientcmdapi.Config) []string {
+	var out []string
+	for _, name := range sortedKeys(cfg.AuthInfos) {
+		u := cfg.AuthInfos[name]
+		if u == nil {
+			continue
 		}
 		refs := clientcmd.GetAuthInfoFileReferences(u)
 		if u.Exec != nil {
@@ -122,5 +145,93 @@ func checkFromCluster(c *rest.Config, source string) error {
 	if c.ExecProvider != nil || c.AuthProvider != nil || c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" || c.BearerTokenFile != "" {
 		return cli.Refusedf("the kubeconfig from %s would run a program or read a local file; it was not used", source)
 	}
+	if cli.AllowInsecureKubeconfigSecrets {
+		return nil
+	}
+	if c.Insecure || c.Proxy != nil || !strings.HasPrefix(strings.ToLower(c.Host), "https://") {
+		return cli.Refusedf("the kubeconfig from %s would send requests over http, through a proxy or without checking the certificate; it was not used", source)
+	}
+	// A host name may resolve to a metadata address: check where each
+	// connection really goes.
+	c.Dial = guardedDial
 	return nil
 }
+
+// insecureParts names every cluster of cfg that would send requests where a
+// Secret's writer should not send them from this machine. Loopback stays
+// allowed: a kubeconfig for an API server on this machine is the user's own
+// set-up (the test beds run theirs on 127.0.0.1, over https).
+func insecureParts(cfg *clientcmdapi.Config) []string {
+	var out []string
+	for _, name := range sortedKeys(cfg.Clusters) {
+		c := cfg.Clusters[name]
+		if c == nil {
+			continue
+		}
+		owner := fmt.Sprintf("cluster %q", name)
+		// The server is not quoted: without a scheme, what precedes the
+		// host may be a password.
+		if !strings.HasPrefix(strings.ToLower(c.Server), "https://") {
+			out = append(out, owner+" does not send its requests over https (its server must start with https://)")
+		}
+		if u, err := url.Parse(c.Server); err == nil && metadataHost(u.Hostname()) {
+			out = append(out, fmt.Sprintf("%s sends requests to the link-local or cloud metadata address %s", owner, u.Hostname()))
+		}
+		if c.ProxyURL != "" {
+			out = append(out, fmt.Sprintf("%s sends requests through the proxy %s", owner, cli.ScrubURLs(c.ProxyURL)))
+		}
+		if c.InsecureSkipTLSVerify {
+			out = append(out, owner+" does not check the server's certificate (insecure-skip-tls-verify)")
+		}
+	}
+	return out
+}
+
+// metadataNames are the host names of cloud instance metadata services.
+var metadataNames = []string{"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+
+// metadataPrefixes are the link-local ranges and the metadata addresses
+// outside them (AWS's IPv6 one, Alibaba's).
+var metadataPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("100.100.100.200/32"),
+}
+
+// metadataHost says whether host (a name or an address) is link-local or
+// a cloud metadata service.
+func metadataHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if slices.Contains(metadataNames, host) {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	addr = addr.WithZone("").Unmap()
+	for _, p := range metadataPrefixes {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// guardedDial connects as client-go would, but refuses a connection to a
+// link-local or metadata address, after name resolution.
+var guardedDial = (&net.Dialer{
+	Timeout:   30 * time.Second,
+	KeepAlive: 30 * time.Second,
+	Control: func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		if metadataHost(host) {
+			return fmt.Errorf("refusing to connect to %s: a link-local or cloud metadata address, named by a kubeconfig from a Secret", address)
+		}
+		return nil
+	},
+}).DialContext

@@ -1,13 +1,17 @@
 package kubeconfig
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -70,6 +74,21 @@ func TestFromSecretRefusesWhatRunsOrReads(t *testing.T) {
 			assert.Check(t, os.IsNotExist(statErr), "the exec plugin did not run")
 		})
 	}
+	t.Run("exec plugin that would run", func(t *testing.T) {
+		k, err := FromSecret(secretWith(execTouching(marker)), "kubeconfig")
+		assert.Check(t, k == nil)
+		assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+		_, statErr := os.Stat(marker)
+		assert.Check(t, os.IsNotExist(statErr), "the exec plugin did not run")
+	})
+}
+
+// execTouching is a kubeconfig whose user's only credential is an exec
+// plugin that creates marker: client-go runs it for the first request (a
+// token beside it would be sent instead, and the plugin never run).
+func execTouching(marker string) string {
+	return strings.Replace(fromCluster("    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch "+marker+"'], interactiveMode: Never}\n", "", ""),
+		"    token: admin-token\n", "", 1)
 }
 
 func TestFromSecretLoadsInlineCredentials(t *testing.T) {
@@ -102,4 +121,72 @@ func TestRESTConfigOfClusterKubeconfigNeverReadsFiles(t *testing.T) {
 	_, err = k.RESTConfig()
 	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
 	assert.Check(t, is.ErrorContains(err, "secret mural-system/spoke-kubeconfig"))
+}
+
+// A kubeconfig from a Secret chooses where this machine sends requests and
+// credentials: not over plain http, not to link-local or cloud metadata
+// addresses, not through a proxy, not without checking the server's
+// certificate, unless --allow-insecure-kubeconfig-secrets says so.
+func TestFromSecretRefusesInsecureTransport(t *testing.T) {
+	server := func(url string) string {
+		return strings.Replace(fromCluster("", "", ""), "server: https://127.0.0.1:6443", "server: "+url, 1)
+	}
+	cases := map[string]struct{ data, want string }{
+		"plain http":               {server("http://spoke.example:6443"), `cluster "spoke" does not send its requests over https`},
+		"link-local address":       {server("https://169.254.169.254"), `cluster "spoke" sends requests to the link-local or cloud metadata address 169.254.169.254`},
+		"no scheme, a password":    {server("admin:pw-0123456789@spoke.example:6443"), `cluster "spoke" does not send its requests over https`},
+		"link-local IPv6":          {server("https://[fe80::1%25eth0]:6443"), "link-local or cloud metadata address fe80::1"},
+		"IPv4 in IPv6":             {server("https://[::ffff:169.254.169.254]"), "link-local or cloud metadata address"},
+		"metadata host name":       {server("https://metadata.google.internal."), "link-local or cloud metadata address metadata.google.internal"},
+		"a proxy":                  {fromCluster("", "    proxy-url: http://proxy.example:3128\n", ""), `cluster "spoke" sends requests through the proxy http://proxy.example:3128`},
+		"no certificate check":     {fromCluster("", "    insecure-skip-tls-verify: true\n", ""), `cluster "spoke" does not check the server's certificate (insecure-skip-tls-verify)`},
+		"a cluster no context use": {fromCluster("", "- name: other\n  cluster: {server: http://10.0.0.1}\n", ""), `cluster "other" does not send its requests over https`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := FromSecret(secretWith(tc.data), "kubeconfig")
+			assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+			assert.Check(t, is.ErrorContains(err, tc.want))
+			assert.Check(t, is.ErrorContains(err, "--allow-insecure-kubeconfig-secrets"))
+			assert.Check(t, !strings.Contains(err.Error(), "pw-0123456789"), "the server is never quoted whole")
+		})
+	}
+	t.Run("allowed by the flag", func(t *testing.T) {
+		cli.AllowInsecureKubeconfigSecrets = true
+		t.Cleanup(func() { cli.AllowInsecureKubeconfigSecrets = false })
+		for name, tc := range cases {
+			_, err := FromSecret(secretWith(tc.data), "kubeconfig")
+			assert.Check(t, err, name)
+		}
+	})
+}
+
+// A host name that only resolves to a metadata address is caught when the
+// connection is made: the dial itself is refused.
+func TestClientOfSecretKubeconfigRefusesLinkLocalDial(t *testing.T) {
+	k, err := FromSecret(secretWith(fromCluster("", "", "")), "kubeconfig")
+	assert.NilError(t, err)
+	cfg, err := k.RESTConfig()
+	assert.NilError(t, err)
+	assert.Assert(t, cfg.Dial != nil)
+	_, err = cfg.Dial(context.Background(), "tcp", "169.254.169.254:80")
+	assert.ErrorContains(t, err, "link-local or cloud metadata address")
+}
+
+// The positive control of the marker above: the same exec plugin, in the
+// user's own kubeconfig, does run when a request is made, so a marker that
+// stays missing means the loader refused it, not that the plugin could not run.
+func TestExecMarkerAppearsWhenThePluginRuns(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	path := filepath.Join(dir, "config")
+	assert.NilError(t, os.WriteFile(path, []byte(execTouching(marker)), 0o600))
+	cfg, err := UserRESTConfig(path)
+	assert.NilError(t, err)
+	cfg.Timeout = time.Second
+	c, err := kubernetes.NewForConfig(cfg)
+	assert.NilError(t, err)
+	_, _ = c.CoreV1().Namespaces().Get(context.Background(), "kube-system", metav1.GetOptions{})
+	_, err = os.Stat(marker)
+	assert.NilError(t, err, "the plugin ran")
 }

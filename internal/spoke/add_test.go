@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -74,6 +75,9 @@ func TestAddRefusesToReplaceASecretThatIsNotAKubeconfig(t *testing.T) {
 	code, _, errOut = runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
 	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
 	assert.Check(t, is.DeepEqual(writes(srv), []string{"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig?fieldManager=kubectl-spoke"}))
+	sent, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(srv.Body("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig")), nil, nil)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(sent.(*corev1.Secret).ResourceVersion, "9"), "the update is guarded by the resourceVersion read")
 }
 
 func TestAddCreatesOnly(t *testing.T) {

@@ -23,22 +23,16 @@ type File struct {
 	info   os.FileInfo
 }
 
-// Read reads the file at path, following symlinks.
+// Read reads the file at path, following symlinks: a regular file of at
+// most cli.MaxFileSize bytes (cli.ReadFile).
 func Read(path string, kind Kind) (*File, error) {
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	info, err := os.Lstat(target)
+	data, info, err := cli.ReadFile(target, cli.MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := os.ReadFile(target)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, err
 	}
 	return &File{Path: path, Kind: kind, Data: data, target: target, info: info}, nil
 }
@@ -68,7 +62,6 @@ func (f *File) Write(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w; it was not changed", f.Path, err)
 	}
-	beforeReplace()
 	keep, err = replace(tmp.Name(), f.target, f.Data)
 	switch {
 	case errors.Is(err, errChanged) && keep:
@@ -97,9 +90,10 @@ func writeLike(tmp *os.File, data []byte, like os.FileInfo) error {
 	return tmp.Sync()
 }
 
-// unchanged says whether the file at path still holds want.
+// unchanged says whether the file at path still holds want. It reads as
+// Read does: whatever was put in the file's place may be a FIFO.
 func unchanged(path string, want []byte) error {
-	now, err := os.ReadFile(path) //nolint:gosec // the values file the user named
+	now, _, err := cli.ReadFile(path, cli.MaxFileSize)
 	if err != nil {
 		return fmt.Errorf("re-reading it before replacing it: %w", err)
 	}
@@ -115,9 +109,11 @@ func replaceByRename(tmp, target string, want []byte) error {
 	if err := unchanged(target, want); err != nil {
 		return err
 	}
+	afterCheck()
 	return os.Rename(tmp, target)
 }
 
-// beforeReplace lets a test change the file at the last moment before Write
-// replaces it.
-var beforeReplace = func() {}
+// afterCheck lets a test change the file at the last moment: after the
+// check that it is unchanged, before the swap. A swap that trusted the
+// check alone would lose that change.
+var afterCheck = func() {}

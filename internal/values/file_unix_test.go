@@ -10,6 +10,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
@@ -31,4 +33,32 @@ func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
 	assert.Check(t, is.Equal(st.Uid, uint32(4321)))
 	assert.Check(t, is.Equal(st.Gid, uint32(8765)))
 	assert.Check(t, is.Equal(info.Mode()&(os.ModePerm|os.ModeSetgid), 0o664|os.ModeSetgid))
+}
+
+// A values file is read as any local file: a FIFO is refused at once (it
+// blocked the read before), a file past the bound is refused.
+func TestReadRefusesFIFOAndHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "values.yaml")
+	assert.NilError(t, syscall.Mkfifo(fifo, 0o600))
+	_, err := Read(fifo, HelmValues)
+	assert.ErrorContains(t, err, "not a regular file")
+	big := filepath.Join(dir, "big.yaml")
+	assert.NilError(t, os.WriteFile(big, make([]byte, cli.MaxFileSize+1), 0o600))
+	_, err = Read(big, HelmValues)
+	assert.ErrorContains(t, err, "is larger than")
+}
+
+// The re-read before the swap is bounded too: a FIFO put in the file's
+// place meanwhile does not block the write.
+func TestWriteDoesNotBlockOnAFIFOSwappedIn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "values.yaml")
+	assert.NilError(t, os.WriteFile(path, []byte("a: 1\n"), 0o644))
+	f, err := Read(path, HelmValues)
+	assert.NilError(t, err)
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, syscall.Mkfifo(path, 0o600))
+	err = f.Write([]byte("a: 2\n"))
+	assert.ErrorContains(t, err, "not a regular file")
 }

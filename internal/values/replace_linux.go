@@ -15,6 +15,7 @@ func replace(tmp, target string, want []byte) (keep bool, err error) {
 	if err := unchanged(target, want); err != nil {
 		return false, err
 	}
+	afterCheck()
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, target, unix.RENAME_EXCHANGE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 		// The file system cannot exchange.

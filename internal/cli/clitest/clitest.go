@@ -5,6 +5,9 @@ package clitest
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,6 +32,7 @@ type APIServer struct {
 
 	mu        sync.Mutex
 	requests  []string
+	bodies    map[string]string
 	responses map[string]response
 }
 
@@ -47,10 +51,13 @@ func (s *APIServer) Respond(request string, code int, body string) {
 // NewAPIServer starts the server for the test's lifetime.
 func NewAPIServer(t *testing.T) *APIServer {
 	t.Helper()
-	s := &APIServer{responses: map[string]response{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &APIServer{responses: map[string]response{}, bodies: map[string]string{}}
+	// TLS, as a kubeconfig read from a Secret must use (internal/kubeconfig).
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.String())
+		s.bodies[r.Method+" "+r.URL.Path] = string(body)
 		resp, ok := s.responses[r.Method+" "+r.URL.Path]
 		s.mu.Unlock()
 		if !ok {
@@ -62,7 +69,7 @@ func NewAPIServer(t *testing.T) *APIServer {
 		_, _ = w.Write([]byte(resp.body))
 	}))
 	t.Cleanup(srv.Close)
-	s.Kubeconfig = writeKubeconfig(t, srv.URL)
+	s.Kubeconfig = writeKubeconfig(t, srv)
 	return s
 }
 
@@ -70,9 +77,9 @@ func NewAPIServer(t *testing.T) *APIServer {
 // connection: it was started and closed again.
 func UnreachableKubeconfig(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.NotFoundHandler())
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	srv.Close()
-	return writeKubeconfig(t, srv.URL)
+	return writeKubeconfig(t, srv)
 }
 
 // RunCommand runs one command line of a plugin and returns its exit code,
@@ -83,15 +90,24 @@ func RunCommand(newRoot func(genericiooptions.IOStreams) *cobra.Command, args ..
 	return code, out.String(), errOut.String()
 }
 
-func writeKubeconfig(t *testing.T, server string) string {
+func writeKubeconfig(t *testing.T, srv *httptest.Server) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	kc := "apiVersion: v1\nkind: Config\ncurrent-context: test\n" +
-		"clusters:\n- name: test\n  cluster:\n    server: " + server + "\n" +
+		"clusters:\n- name: test\n  cluster:\n    server: " + srv.URL + "\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca) + "\n" +
 		"users:\n- name: test\n  user:\n    token: test\n" +
 		"contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: default\n"
 	assert.NilError(t, os.WriteFile(path, []byte(kc), 0o600))
 	return path
+}
+
+// Body is the body of the last request "METHOD /path" (no query), so a
+// test can check what a write sent: its resourceVersion precondition, say.
+func (s *APIServer) Body(request string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[request]
 }
 
 // Requests are the requests received so far ("GET /api/v1/...").

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Redacted replaces a credential in what is printed or logged.
+const Redacted = "REDACTED"
+
+var (
+	// userinfo is the user information of a URL (scheme://user:pass@): up
+	// to the last @ before the host ends, as URL parsers read it.
+	userinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@`)
+	// secretParam is a query parameter whose name says it holds a
+	// credential (access_token, password, sig, X-Auth-Key, ...).
+	secretParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|passw|pwd|secret|sig|credential|auth|key)[a-z0-9_.-]*=)[^&;#\s"'<>]*`)
+)
+
+// ScrubURLs replaces the user information of every URL in s (a password,
+// or a token given as the user name) and the value of every query
+// parameter named for a credential with REDACTED. Server URLs come from
+// kubeconfigs the user, a Secret or Cluster API wrote, and reach errors,
+// logs and tables: everything a command prints or logs goes through here.
+func ScrubURLs(s string) string {
+	if strings.Contains(s, "@") {
+		s = userinfo.ReplaceAllString(s, "${1}"+Redacted+"@")
+	}
+	if strings.Contains(s, "=") {
+		s = secretParam.ReplaceAllString(s, "${1}"+Redacted)
+	}
+	return s
+}
