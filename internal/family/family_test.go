@@ -69,6 +69,30 @@ current-context: spoke
 	}
 }
 
+// waits are the leaf commands that wait for their change to be done: each
+// takes --timeout, and no other command does.
+var waits = map[string]bool{
+	"kubectl spoke add":          true,
+	"kubectl spoke remove":       true,
+	"kubectl spoke force-remove": true,
+	"kubectl fleetdrain node":    true,
+	"kubectl fleetdrain cluster": true,
+	"kubectl park cluster":       true,
+	"kubectl park resume":        true,
+}
+
+// reads are the leaf commands that only read: every other one changes
+// something, so takes --dry-run.
+var reads = map[string]bool{
+	"kubectl spoke list":        true,
+	"kubectl spoke get":         true,
+	"kubectl spoke status":      true,
+	"kubectl park list":         true,
+	"kubectl park status":       true,
+	"kubectl spoke values-diff": true,
+	"kubectl fleetdrain check":  true,
+}
+
 // leaves are the commands of a tree that do the work (version aside: every
 // plugin gets the same one from internal/cli).
 func leaves(root *cobra.Command) []*cobra.Command {
@@ -149,12 +173,16 @@ func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	})
 }
 
-// checkTimeout: --timeout is a duration where 0 means no limit, as its
-// help says; a negative one is a usage error before any request, and 0
-// goes on to the work.
+// checkTimeout: a command that waits takes --timeout, a duration where 0
+// means no limit, as its help says; a negative one is a usage error before
+// any request, and 0 goes on to the work.
 func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	f := c.Flags().Lookup("timeout")
-	if f == nil {
+	if !waits[c.CommandPath()] {
+		assert.Check(t, f == nil, "--timeout, though the command is not in waits")
+		return
+	}
+	if !assert.Check(t, f != nil, "no --timeout, though the command waits") {
 		return
 	}
 	assert.Check(t, is.Equal(f.Value.Type(), "duration"))
@@ -195,11 +223,16 @@ func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "invalid --selector", with(line, "-l", "env in (prod"))
 }
 
-// checkDryRun: --dry-run is kubectl's, none|client|server, completed as
-// such; another value is a usage error before any request.
+// checkDryRun: a command that changes something takes --dry-run, kubectl's,
+// none|client|server, completed as such; another value is a usage error
+// before any request.
 func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	f := c.Flags().Lookup("dry-run")
-	if f == nil {
+	if reads[c.CommandPath()] {
+		assert.Check(t, f == nil, "--dry-run, though the command only reads")
+		return
+	}
+	if !assert.Check(t, f != nil, "no --dry-run, though the command changes something") {
 		return
 	}
 	assert.Check(t, is.Equal(f.DefValue, "none"))

@@ -6,6 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
@@ -23,8 +24,28 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 	)
 }
 
+// Each command's report, printed for real in every format -o offers.
 func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 	clitest.AssertEveryOutputOffers(t, NewCmdFleetdrain)
+	t.Run("node", func(t *testing.T) {
+		r := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), Items: []NodeReport{
+			{ReportMeta: api.NewReportMeta("NodeDrain", "worker-1"), Result: NodeDrained, Evict: []PlannedPod{}},
+		}}
+		clitest.AssertPrintsInEveryFormat(t, r, r.planTable)
+		clitest.AssertPrintsInEveryFormat(t, r, r.resultTable)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		r := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), Items: []ClusterReport{
+			{ReportMeta: api.NewReportMeta("ClusterDrain", "spoke-1"), Result: ClusterDrained, Moves: []WorkEntry{}, Stays: []WorkEntry{}},
+		}}
+		clitest.AssertPrintsInEveryFormat(t, r, r.table)
+	})
+	t.Run("uncordon", func(t *testing.T) {
+		r := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), Items: []UncordonEntry{
+			{ReportMeta: api.NewReportMeta(api.NodeKind.Kind, "worker-1"), Changed: true, Detail: "uncordoned"},
+		}}
+		clitest.AssertPrintsInEveryFormat(t, r, r.table)
+	})
 }
 
 func TestUnreachableServerIsNamed(t *testing.T) {

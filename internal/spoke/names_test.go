@@ -3,10 +3,12 @@ package spoke
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
@@ -30,8 +32,35 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 	)
 }
 
+// Each command's report, printed for real in every format -o offers.
 func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 	clitest.AssertEveryOutputOffers(t, NewCmdSpoke)
+	meta := api.NewNamespacedReportMeta("Spoke", "mural-system", "spoke-1")
+	steps := []Step{{"spoke mural-system/spoke-1", "created"}}
+	t.Run("add", func(t *testing.T) {
+		r := &AddReport{ReportMeta: meta, Steps: steps}
+		clitest.AssertPrintsInEveryFormat(t, r, func() cli.Table { return stepsTable(r.Steps) })
+	})
+	t.Run("list and get", func(t *testing.T) {
+		l := SpokeList{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeList", Items: []SpokeRow{{ReportMeta: meta, Phase: "Running"}}}
+		clitest.AssertPrintsInEveryFormat(t, l, func() cli.Table { return l.Table(time.Now()) })
+	})
+	t.Run("status", func(t *testing.T) {
+		r := SpokeStatus{ReportMeta: meta, Phase: "Running", Conditions: []ConditionReport{}}
+		clitest.AssertPrintsInEveryFormat(t, r, r.Table)
+	})
+	t.Run("remove and force-remove", func(t *testing.T) {
+		r := &RemoveReport{ReportMeta: meta, Steps: steps}
+		clitest.AssertPrintsInEveryFormat(t, r, r.table)
+	})
+	t.Run("rotate-kubeconfig", func(t *testing.T) {
+		r := &RotateReport{ReportMeta: meta, Secret: "spoke-1-kubeconfig-2"}
+		clitest.AssertPrintsInEveryFormat(t, r, r.table)
+	})
+	t.Run("set", func(t *testing.T) {
+		// set builds its table in place; -o prints the report.
+		clitest.AssertPrintsInEveryFormat(t, &SetReport{ReportMeta: meta, Changes: []SetChange{{Field: "logVerbosity", From: 2, To: 4}}}, nil)
+	})
 }
 
 func TestListSelectorsAreCheckedBeforeAnyRequest(t *testing.T) {

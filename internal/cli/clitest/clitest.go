@@ -6,12 +6,14 @@ package clitest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spokekit/spokekit/internal/cli"
 )
@@ -157,6 +160,49 @@ func AssertEveryOutputOffers(t *testing.T, newRoot func(genericiooptions.IOStrea
 		}
 	}
 	walk(newRoot(streams))
+}
+
+// AssertPrintsInEveryFormat prints report as a command's -o does in each of
+// ReportFormats (jsonpath and custom-columns reading the kind), and in the
+// table when table is not nil, and checks that each prints something of it:
+// json and yaml that parse, a line per subject for name.
+func AssertPrintsInEveryFormat(t *testing.T, report any, table func() cli.Table) {
+	t.Helper()
+	formats := slices.Clone(ReportFormats)
+	if table == nil {
+		formats = slices.DeleteFunc(formats, func(f string) bool { return f == "wide" })
+	} else {
+		formats = append(formats, "")
+	}
+	for _, format := range formats {
+		switch format {
+		case "jsonpath=":
+			format += "{.kind}"
+		case "custom-columns=":
+			format += "KIND:.kind"
+		}
+		o := cli.NewOutput()
+		*o.PrintFlags.OutputFormat = format
+		if !assert.Check(t, o.Validate(), "-o %s", format) {
+			continue
+		}
+		var buf bytes.Buffer
+		if !assert.Check(t, o.Print(&buf, report, table), "-o %s", format) {
+			continue
+		}
+		out := buf.String()
+		assert.Check(t, strings.TrimSpace(out) != "", "-o %s printed nothing", format)
+		var v any
+		switch format {
+		case "json":
+			assert.Check(t, json.Unmarshal(buf.Bytes(), &v), "-o json")
+		case "yaml":
+			assert.Check(t, yaml.Unmarshal(buf.Bytes(), &v), "-o yaml")
+			assert.Check(t, is.Contains(out, "kind: "), "-o yaml")
+		case "custom-columns=KIND:.kind":
+			assert.Check(t, strings.HasPrefix(out, "KIND"), "-o custom-columns: %s", out)
+		}
+	}
 }
 
 // PrintName prints report as -o name does.
