@@ -61,13 +61,19 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 		args   []string
 		secret string
 	}{
-		// First, while the ManagedCluster is Available for sure.
-		{"force-remove", []string{"force-remove", "untrusted", "--yes"}, "untrusted-kubeconfig"},
 		{"status", []string{"status", "untrusted"}, "untrusted-kubeconfig"},
 		{"add, run again", []string{"add", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"}, "untrusted-kubeconfig"},
 		{"add, the secret exists", []string{"add", "orphan", "--spoke-kubeconfig", spoke2.Kubeconfig}, "orphan-kubeconfig"},
 		{"rotate-kubeconfig", []string{"rotate-kubeconfig", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig}, "untrusted-kubeconfig"},
 	}
+	// force-remove never reads the secret: the hub's view alone decides, and
+	// while the ManagedCluster is Available it refuses before anything runs.
+	t.Run("force-remove", func(t *testing.T) {
+		r, ran := spokeMarked(t, "force-remove", "untrusted", "--yes")
+		assert.Check(t, !ran, "the exec plugin ran on the operator's machine: %s", r)
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "spoke untrusted is reachable"), r)
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r, ran := spokeMarked(t, tc.args...)
@@ -106,7 +112,9 @@ func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			r := spoke(t, append(args, "-v=10")...)
 			assert.Check(t, r.ExitCode == 0 || r.ExitCode == 3, r)
-			assert.Check(t, is.Regexp(`/secrets/verbose[a-z-]*-kubeconfig`, r.Stderr), "the Secret request is logged, without its body")
+			if args[0] != "force-remove" { // force-remove reads no Secret
+				assert.Check(t, is.Regexp(`/secrets/verbose[a-z-]*-kubeconfig`, r.Stderr), "the Secret request is logged, without its body")
+			}
 			assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "credentials in the output of %v", args)
 		})
 	}
