@@ -52,7 +52,7 @@ func captureStderr(t *testing.T) func() string {
 	assert.NilError(t, err)
 	old := os.Stderr
 	os.Stderr = f
-	t.Cleanup(func() { os.Stderr = old; f.Close() })
+	t.Cleanup(func() { os.Stderr = old; _ = f.Close() })
 	return func() string {
 		klog.Flush()
 		data, err := os.ReadFile(f.Name())

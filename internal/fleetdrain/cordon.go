@@ -56,7 +56,7 @@ func ownsUnschedulable(entries []metav1.ManagedFieldsEntry) bool {
 		var fields struct {
 			Spec map[string]json.RawMessage `json:"f:spec"`
 		}
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, ok := fields.Spec["f:unschedulable"]; ok {

@@ -192,7 +192,7 @@ func TestGiveBackOnlyFleetdrainsCordon(t *testing.T) {
 func cordonedByFleetdrain(name string) *corev1.Node {
 	n := node(name, true, map[string]string{CordonedByAnnotation: FieldManager})
 	n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + CordonedByAnnotation + `":{}}},"f:spec":{"f:unschedulable":{}}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + CordonedByAnnotation + `":{}}},"f:spec":{"f:unschedulable":{}}}`)}}
 	return n
 }
 

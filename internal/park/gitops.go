@@ -40,7 +40,7 @@ func ReplicasOwners(c *capi.Cluster) []string {
 		if e.Manager == FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.FieldsV1 == nil {
 			continue
 		}
-		if pools := appliedReplicas(e.FieldsV1.Raw); len(pools) > 0 {
+		if pools := appliedReplicas(e.FieldsV1.GetRawBytes()); len(pools) > 0 {
 			out = append(out, fmt.Sprintf("field manager %s (applies the replicas of %s)", e.Manager, strings.Join(pools, ", ")))
 		}
 	}

@@ -80,12 +80,12 @@ func TestStatusNamesWhoElseSetsTheReplicas(t *testing.T) {
 	c := threePools()
 	c.Labels = map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"}
 	c.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-1\"}":{".":{},"f:name":{},"f:replicas":{}},"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
-		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
-		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)}},
+		{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-1\"}":{".":{},"f:name":{},"f:replicas":{}},"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)},
+		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)},
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(
+			`{"f:spec":{"f:topology":{"f:workers":{"f:machineDeployments":{"k:{\"name\":\"md-0\"}":{"f:replicas":{}}}}}}}`)},
 	}
 	var out bytes.Buffer
 	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: BuildPlatformView(PlatformObjects{Cluster: c}, parkedAt, time.Hour), Cluster: ClusterView{Error: "x"}}.write(&out)
