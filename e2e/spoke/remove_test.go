@@ -99,7 +99,7 @@ func TestRemoveHelmOwnedSpoke(t *testing.T) {
 	r := spoke(t, "remove", "helm-owned", "--dry-run=client")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, `Warning: spoke helm-owned is rendered by Helm release "mural"`), r)
-	assert.Check(t, is.Contains(r.Stderr, "the next upgrade registers it again"), r)
+	assert.Check(t, is.Contains(r.Stderr, "the next helm upgrade registers it again"), r)
 
 	// A file without its entry: the release's values must live elsewhere.
 	elsewhere := writeFile(t, "elsewhere.yaml", valuesFile)

@@ -51,8 +51,11 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		return fmt.Errorf("stopped waiting for %s; last state: %s: %w", what, last, context.Cause(ctx))
 	}
 	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
-		p.Done("%s: gave up after %s", what, timeout)
-		return TimedOut(fmt.Errorf("timed out after %s waiting for %s; last state: %s", timeout, what, last))
+		// A wait that had what a deadline left (cli.Deadline) says it as the
+		// user gave it: 15s, not 14.999995361s.
+		shown := timeout.Round(100 * time.Millisecond)
+		p.Done("%s: gave up after %s", what, shown)
+		return TimedOut(fmt.Errorf("timed out after %s waiting for %s; last state: %s", shown, what, last))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
 }
