@@ -221,6 +221,8 @@ func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		}
 	}
 	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "invalid --selector", with(line, "-l", "env in (prod"))
+	// A blank selector parses as the empty one, which selects everything.
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "is blank and selects everything", with(line, "-l", " "))
 }
 
 // checkDryRun: a command that changes something takes --dry-run, kubectl's,

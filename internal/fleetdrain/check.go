@@ -11,7 +11,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -110,8 +109,8 @@ func (o *CheckOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
+	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
+		return err
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -197,14 +196,8 @@ func (o *ListOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
-	sel, err := labels.Parse(o.Selector)
-	if err != nil {
-		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
-	}
-	// A blank -l parses as the empty selector, which selects everything,
-	// the opposite of what a typo or an unset shell variable meant.
-	if o.Selector != "" && sel.Empty() {
-		return cli.UsageErrorf("--selector %q is blank and selects everything; give a selector, or leave the flag out", o.Selector)
+	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }

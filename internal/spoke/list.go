@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -127,8 +126,8 @@ func (o *ListOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
-	if _, err := labels.Parse(o.Selector); err != nil {
-		return cli.UsageErrorf("invalid --selector %q: %v", o.Selector, err)
+	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
+		return err
 	}
 	if o.Selector != "" && len(o.Names) > 0 {
 		return cli.UsageErrorf("-l selects spokes: name them or select them, not both")

@@ -10,19 +10,9 @@ import (
 	"github.com/spokekit/spokekit/internal/values"
 )
 
-// ComputePool names the Compute Pool that owns a Spoke ("" when none).
-func ComputePool(obj metav1.Object) string {
-	for _, o := range obj.GetOwnerReferences() {
-		if o.Kind == fleetconfig.ComputePoolKind {
-			return o.Name
-		}
-	}
-	return obj.GetLabels()[fleetconfig.ComputePoolLabel]
-}
-
 // refuseComputePool refuses to touch a Spoke a Compute Pool manages.
 func refuseComputePool(obj metav1.Object) error {
-	if pool := ComputePool(obj); pool != "" {
+	if pool := fleetconfig.ComputePoolOf(obj); pool != "" {
 		return cli.Refusedf("spoke %s belongs to Compute Pool %q, which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead", obj.GetName(), pool)
 	}
 	return nil

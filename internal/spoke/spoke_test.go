@@ -228,7 +228,7 @@ func TestComputePoolOwnership(t *testing.T) {
 	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
 	assert.ErrorContains(t, err, `Compute Pool "gpu-pool"`)
 	s = newSpoke("pool-2", func(s *fleetconfig.Spoke) { s.Labels = map[string]string{fleetconfig.ComputePoolLabel: "cpu-pool"} })
-	assert.Equal(t, ComputePool(&s), "cpu-pool")
+	assert.Equal(t, fleetconfig.ComputePoolOf(&s), "cpu-pool")
 	s = newSpoke("mine")
 	assert.NilError(t, refuseComputePool(&s))
 }

@@ -122,7 +122,7 @@ func BuildStatus(s *fleetconfig.Spoke, mc *ocm.ManagedCluster, works []ocm.Manif
 		Phase:             s.Status.Phase,
 		Deleting:          s.DeletionTimestamp != nil,
 		HelmRelease:       HelmRelease(s),
-		ComputePool:       ComputePool(s),
+		ComputePool:       fleetconfig.ComputePoolOf(s),
 		Credential:        cred,
 		Finalizers:        s.Finalizers,
 		ForceClusterDrain: s.Spec.CleanupConfig.ForceClusterDrain,

@@ -119,7 +119,7 @@ func DiffValues(in ValuesDiffInput) ValuesDiff {
 		s := &in.Spokes[i]
 		switch {
 		case inValues[s.Metadata.Name]:
-		case ComputePool(&s.Metadata) != "":
+		case fleetconfig.ComputePoolOf(&s.Metadata) != "":
 			r.ComputePool = append(r.ComputePool, s.Metadata.Name)
 		default:
 			it := item(s.Metadata.Name, DriftNotInValues, notInValuesMessage(s))
