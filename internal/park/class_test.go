@@ -73,6 +73,11 @@ func TestWaitRefusesWithoutAWayIntoTheCluster(t *testing.T) {
 	assert.ErrorContains(t, err, "pass --cluster-kubeconfig FILE")
 	assert.ErrorContains(t, err, "kubectl create role spokekit-park:app-kubeconfig -n dynamo-prod --verb get --resource secrets --resource-name app-kubeconfig")
 
+	// A Secret Cluster API has not written yet (the control plane is not up)
+	// is no lack of access: the wait goes on and its node phase reports it.
+	q, _ := fakePlatform(t, threePools(), nil)
+	assert.NilError(t, q.RefuseNoClusterAccess(context.Background(), "app", ""))
+
 	err = p.RefuseNoClusterAccess(context.Background(), "app", filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
 	assert.ErrorContains(t, err, "loading --cluster-kubeconfig")

@@ -292,6 +292,14 @@ func (p *Platform) ClusterClient(ctx context.Context, cluster, kubeconfigFile st
 	return kube, source, nil
 }
 
+// kubeconfigSecretNotYet says whether the cluster's NAME-kubeconfig Secret is
+// missing, as opposed to unreadable: the API server answers NotFound only to
+// a user allowed to read it.
+func (p *Platform) kubeconfigSecretNotYet(ctx context.Context, cluster string) bool {
+	_, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), capi.KubeconfigSecretName(cluster), metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
+}
+
 // secretKubeconfig loads the kubeconfig of the cluster's NAME-kubeconfig
 // secret; its body is never logged, whatever -v says.
 func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubeconfig.Kubeconfig, string, error) {
@@ -323,6 +331,11 @@ func (p *Platform) RefuseNoClusterAccess(ctx context.Context, cluster, kubeconfi
 		return nil
 	case cli.IsRefused(err) || kubeconfigFile != "":
 		return cli.Refusedf("%w; nothing was changed", err)
+	case p.kubeconfigSecretNotYet(ctx, cluster):
+		// Cluster API writes NAME-kubeconfig once the control plane is up.
+		// NotFound, not Forbidden: the user may read it then, and the wait's
+		// node phase says whether it could (exit 4 when it could not).
+		return nil
 	}
 	return cli.Refusedf("--wait reads the workload cluster, but %w; nothing was changed: run without --wait, or %s", err, p.clusterAccessHint(ctx, cluster))
 }
