@@ -239,7 +239,11 @@ func TestParkRacesAConcurrentEdit(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, *rec.Pools[0].Replicas, int32(1))
 	assert.Equal(t, *rec.Pools[1].Replicas, int32(2), "the other writer's size is recorded, not overwritten")
-	assert.Equal(t, parkWrites(t, namespace, "raced"), 2, "the refused patch and the one re-planned")
+	// Cluster API's own controllers may bump the resourceVersion again while
+	// park re-plans, which costs another refused patch; at least the refused
+	// one and the re-planned one are there.
+	n := parkWrites(t, namespace, "raced")
+	assert.Check(t, n >= 2, "want the refused patch and the one re-planned, got %d write(s)", n)
 }
 
 func TestRefusalsChangeNothing(t *testing.T) {
