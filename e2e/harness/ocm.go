@@ -180,6 +180,16 @@ webhooks:
 			hook("ValidatingWebhookConfiguration", "managedclustervalidators.admission.cluster.open-cluster-management.io", "/validate-cluster-open-cluster-management-io-v1-managedcluster"))
 }
 
+// ServingCert writes a CA and a certificate for 127.0.0.1 signed by it
+// (tls.crt and tls.key) into a directory of the run's workdir named name,
+// for a webhook the test bed serves there; it returns the directory and the
+// CA certificate (the webhook configuration's caBundle).
+func (e *Env) ServingCert(name string) (dir string, caPEM []byte, err error) {
+	dir = filepath.Join(e.Workdir, name)
+	caPEM, err = writeServingCert(dir)
+	return dir, caPEM, err
+}
+
 // writeServingCert makes a CA and a certificate for 127.0.0.1 signed by it,
 // writes tls.crt and tls.key into dir and returns the CA certificate.
 func writeServingCert(dir string) ([]byte, error) {
