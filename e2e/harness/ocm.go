@@ -59,6 +59,9 @@ var (
 type OCMHub struct {
 	*Cluster
 	bin string
+	// bootstrap is the kubeconfig with the hub's bootstrap token the
+	// agents register with.
+	bootstrap string
 
 	mu     sync.Mutex
 	agents map[string]*Process
@@ -75,6 +78,10 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
 	c, err := e.StartCluster(ctx, name, append(opts, func(o *clusterOptions) {
 		o.extraConfig += fmt.Sprintf(`componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - key: enable-bootstrap-token-auth
+    value: "true"
 - name: kube-controller-manager
   extraArgs:
   - key: cluster-signing-cert-file
@@ -95,6 +102,9 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 		return nil, err
 	}
 	if err := h.startWebhook(ctx); err != nil {
+		return nil, err
+	}
+	if h.bootstrap, err = h.createBootstrapToken(ctx); err != nil {
 		return nil, err
 	}
 	for _, comp := range [][]string{
@@ -244,7 +254,7 @@ func writeServingCert(dir string) ([]byte, error) {
 // StartAgent does on a spoke what a klusterlet install does, with the
 // spoke's kubeconfig: the klusterlet CRDs, the agent namespace, and one
 // upstream `registration-operator agent` process (registration and work
-// agent) that bootstraps with the hub's kubeconfig. It does nothing while the
+// agent) that bootstraps with the hub's bootstrap token. It does nothing while the
 // cluster's agent runs. Several clusters may share one spoke API server:
 // each agent keeps its hub credential in its own secret there.
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
@@ -283,7 +293,7 @@ func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig
 	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, "registration-operator", "agent",
 		"--cluster-name", cluster,
 		"--kubeconfig", kubeconfig,
-		"--bootstrap-kubeconfig", h.Kubeconfig,
+		"--bootstrap-kubeconfig", h.bootstrap,
 		"--hub-kubeconfig-dir", filepath.Join(dir, "hub"),
 		"--hub-kubeconfig-secret", "hub-kubeconfig-"+cluster,
 		"--workload-source-config", filepath.Join(dir, "hub", "kubeconfig"),
