@@ -85,22 +85,13 @@ func (f *Fleet) deployAgent(ctx context.Context, cluster string, mca *unstructur
 	return nil
 }
 
-// disableAddOn deletes the add-on's ManagedClusterAddOn and its works
-// (OCM's add-on manager deletes the works upstream).
+// disableAddOn deletes the add-on's ManagedClusterAddOn, as `clusteradm
+// addon disable` does; its works, which it owns, are the garbage
+// collector's to delete.
 func (f *Fleet) disableAddOn(ctx context.Context, cluster, name string) error {
 	err := f.dyn.Resource(addOnGVR).Namespace(cluster).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("disabling add-on %s of %s: %w", name, cluster, err)
-	}
-	works := f.dyn.Resource(manifestWorkGVR).Namespace(cluster)
-	l, err := works.List(ctx, metav1.ListOptions{LabelSelector: addOnNameLabel + "=" + name})
-	if err != nil {
-		return fmt.Errorf("listing the works of add-on %s of %s: %w", name, cluster, err)
-	}
-	for _, w := range l.Items {
-		if err := works.Delete(ctx, w.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ManifestWork %s/%s: %w", cluster, w.GetName(), err)
-		}
 	}
 	return nil
 }

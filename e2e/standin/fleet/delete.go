@@ -106,18 +106,9 @@ func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) bool {
 			}
 		}
 	}
-	left := false
-	for _, w := range works.Items {
-		if !all && w.GetLabels()[addOnNameLabel] == AgentAddOn {
-			continue
-		}
-		left = true
-		err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).Delete(ctx, w.GetName(), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			f.fail(ctx, fmt.Errorf("deleting add-on ManifestWork %s/%s: %w", s.Name, w.GetName(), err))
-		}
-	}
-	if left {
+	if slices.ContainsFunc(works.Items, func(w unstructured.Unstructured) bool {
+		return all || w.GetLabels()[addOnNameLabel] != AgentAddOn
+	}) {
 		return true
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight))
@@ -198,7 +189,8 @@ func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) bool {
 		return true
 	}
 	if len(works.Items) > 0 {
-		// The spoke's work agent is gone: nothing else would let them go.
+		// The spoke's work agent is gone: nothing else would let them go
+		// (the garbage collector deletes them, their add-on being disabled).
 		for i := range works.Items {
 			if err := f.stripFinalizers(ctx, &works.Items[i]); err != nil {
 				f.fail(ctx, err)
