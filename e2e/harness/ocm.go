@@ -59,6 +59,9 @@ var (
 type OCMHub struct {
 	*Cluster
 	bin string
+	// bootstrap is the kubeconfig with the hub's bootstrap token the
+	// agents register with.
+	bootstrap string
 
 	mu     sync.Mutex
 	agents map[string]*Process
@@ -75,6 +78,10 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
 	c, err := e.StartCluster(ctx, name, append(opts, func(o *clusterOptions) {
 		o.extraConfig += fmt.Sprintf(`componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - key: enable-bootstrap-token-auth
+    value: "true"
 - name: kube-controller-manager
   extraArgs:
   - key: cluster-signing-cert-file
@@ -95,6 +102,9 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 		return nil, err
 	}
 	if err := h.startWebhook(ctx); err != nil {
+		return nil, err
+	}
+	if h.bootstrap, err = h.createBootstrapToken(ctx); err != nil {
 		return nil, err
 	}
 	for _, comp := range [][]string{
@@ -180,6 +190,16 @@ webhooks:
 			hook("ValidatingWebhookConfiguration", "managedclustervalidators.admission.cluster.open-cluster-management.io", "/validate-cluster-open-cluster-management-io-v1-managedcluster"))
 }
 
+// ServingCert writes a CA and a certificate for 127.0.0.1 signed by it
+// (tls.crt and tls.key) into a directory of the run's workdir named name,
+// for a webhook the test bed serves there; it returns the directory and the
+// CA certificate (the webhook configuration's caBundle).
+func (e *Env) ServingCert(name string) (dir string, caPEM []byte, err error) {
+	dir = filepath.Join(e.Workdir, name)
+	caPEM, err = writeServingCert(dir)
+	return dir, caPEM, err
+}
+
 // writeServingCert makes a CA and a certificate for 127.0.0.1 signed by it,
 // writes tls.crt and tls.key into dir and returns the CA certificate.
 func writeServingCert(dir string) ([]byte, error) {
@@ -234,7 +254,7 @@ func writeServingCert(dir string) ([]byte, error) {
 // StartAgent does on a spoke what a klusterlet install does, with the
 // spoke's kubeconfig: the klusterlet CRDs, the agent namespace, and one
 // upstream `registration-operator agent` process (registration and work
-// agent) that bootstraps with the hub's kubeconfig. It does nothing while the
+// agent) that bootstraps with the hub's bootstrap token. It does nothing while the
 // cluster's agent runs. Several clusters may share one spoke API server:
 // each agent keeps its hub credential in its own secret there.
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
@@ -273,7 +293,7 @@ func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig
 	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, "registration-operator", "agent",
 		"--cluster-name", cluster,
 		"--kubeconfig", kubeconfig,
-		"--bootstrap-kubeconfig", h.Kubeconfig,
+		"--bootstrap-kubeconfig", h.bootstrap,
 		"--hub-kubeconfig-dir", filepath.Join(dir, "hub"),
 		"--hub-kubeconfig-secret", "hub-kubeconfig-"+cluster,
 		"--workload-source-config", filepath.Join(dir, "hub", "kubeconfig"),

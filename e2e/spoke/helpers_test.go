@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 
 	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
@@ -224,3 +226,75 @@ func addAndJoin(t testing.TB, name string, c *harness.Cluster, extra ...string) 
 
 func b64url(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 func itoa(i int64) string    { return strconv.FormatInt(i, 10) }
+
+// agentAddOns is the add-on list a Spoke must carry in this pass's mode:
+// the agent add-on in addon mode (not for hub-as-spoke), none in unified mode.
+func agentAddOns() []any {
+	if mode == fleet.ModeAddon {
+		return []any{map[string]any{"configName": fleet.AgentAddOn}}
+	}
+	return nil
+}
+
+// newSpoke is a Spoke named name joining the release's Hub through the
+// secret name-kubeconfig, with what this pass's mode requires, and
+// mutate's changes to its spec.
+func newSpoke(name string, mutate func(spec map[string]any)) *unstructured.Unstructured {
+	spec := map[string]any{
+		"hubRef":        map[string]any{"name": "hub", "namespace": releaseNamespace},
+		"kubeconfig":    map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
+		"cleanupConfig": map[string]any{},
+	}
+	if a := agentAddOns(); a != nil {
+		spec["addOns"] = a
+	}
+	if mutate != nil {
+		mutate(spec)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": fleetconfig.SpokeResource.GroupVersion().String(), "kind": "Spoke",
+		"metadata": map[string]any{"name": name, "namespace": releaseNamespace},
+		"spec":     spec,
+	}}
+}
+
+// createSpoke writes cluster c's kubeconfig into the secret name-kubeconfig
+// and creates the Spoke, as a chart install (or a user with kubectl) would.
+func createSpoke(t testing.TB, name string, c *harness.Cluster, mutate func(spec map[string]any)) {
+	t.Helper()
+	data, err := os.ReadFile(c.Kubeconfig)
+	assert.NilError(t, err)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: releaseNamespace}, Data: map[string][]byte{"kubeconfig": data}}
+	_, err = hub.Kube.CoreV1().Secrets(releaseNamespace).Create(ctx(t), sec, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace).Create(ctx(t), newSpoke(name, mutate), metav1.CreateOptions{})
+	assert.NilError(t, err)
+}
+
+// spokeCondition is the status of a Spoke's condition ("" when absent).
+func spokeCondition(u *unstructured.Unstructured, t string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == t {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// waitSpoke waits until the Spoke satisfies cond (it is nil once gone).
+func waitSpoke(t testing.TB, name, what string, cond func(*unstructured.Unstructured) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		return cond(spokeObject(t, name)), nil
+	})
+	assert.NilError(t, err, "Spoke %s: %s", name, what)
+}
+
+// pivoted tells whether the Spoke's PivotComplete condition is True: the
+// spoke-side agent took over (addon mode) or the hub did the spoke's work
+// (unified mode, hub-as-spoke).
+func pivoted(u *unstructured.Unstructured) bool {
+	return u != nil && spokeCondition(u, fleetconfig.SpokeConditionPivotComplete) == "True"
+}

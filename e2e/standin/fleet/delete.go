@@ -4,50 +4,62 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/spokekit/spokekit/e2e/harness"
 )
 
-// reconcileDelete takes a deleted Spoke through the upstream steps, one
-// finalizer at a time: hub pre-flight, unjoin on the spoke, hub cleanup.
-func (f *Fleet) reconcileDelete(ctx context.Context, s *spoke) {
+// reconcileDelete takes a deleted Spoke through upstream's steps on the
+// hub, one finalizer at a time: the pre-flight, the unjoin (the hub's own
+// only for hub-as-spoke, a pivot that never completed, or unified mode;
+// otherwise it waits for the spoke's agent), the hub cleanup. It says
+// whether to come back soon.
+func (f *Fleet) reconcileDelete(ctx context.Context, s *spoke) bool {
 	if s.Status.Phase != phaseDeleting {
 		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(false, ""))
-		return
+		return true
 	}
-	has := func(fin string) bool { return slices.Contains(s.Finalizers, fin) }
-	if s.Annotations[forceDeleteAnnotation] == "true" && (has(finalizerHubCleanupPreflight) || has(finalizerSpokeCleanup)) {
-		// The escape hatch: the hub stops waiting for the spoke. The agent,
-		// on a cluster nobody reaches any more, is as good as gone.
-		f.hub.StopAgent(s.Name)
+	if s.Annotations[forceDeleteAnnotation] == "true" && (s.has(finalizerHubCleanupPreflight) || s.has(finalizerSpokeCleanup)) {
+		// The escape hatch: the hub stops waiting for the spoke. Whatever
+		// runs there (the klusterlet, the agent) is left running.
 		if err := f.dropManifestWorks(ctx, s.Name); err != nil {
 			f.fail(ctx, err)
-			return
+			return true
 		}
 		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight, finalizerSpokeCleanup))
-		return
+		return true
 	}
 	switch {
-	case has(finalizerHubCleanupPreflight):
-		f.hubPreflight(ctx, s)
-	case has(finalizerSpokeCleanup):
-		f.unjoin(ctx, s)
-	case has(finalizerHubCleanup):
-		f.hubCleanup(ctx, s)
+	case s.has(finalizerHubCleanupPreflight):
+		return f.hubPreflight(ctx, s)
+	case s.has(finalizerSpokeCleanup):
+		if f.mode == ModeAddon && !s.hubAsSpoke() && s.pivotComplete() {
+			// "Hub preflight complete, waiting for spoke agent to deregister":
+			// the agent's removal of spoke-cleanup brings the next reconcile.
+			return false
+		}
+		return f.hubUnjoin(ctx, s)
+	case s.has(finalizerHubCleanup):
+		return f.hubCleanup(ctx, s)
 	}
+	return false
 }
 
 func without(list []string, drop ...string) []string {
 	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return slices.Contains(drop, s) })
 }
 
-func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) {
+// cleanAll is upstream's shouldCleanAll: every add-on goes, the agent's
+// too, when the hub itself unjoins the spoke.
+func (f *Fleet) cleanAll(s *spoke) bool {
+	return s.hubAsSpoke() || !s.pivotComplete() || f.mode == ModeUnified
+}
+
+func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) bool {
 	mc, err := f.managedCluster(ctx, s.Name)
 	if apierrors.IsNotFound(err) && f.hub.StopAgent(s.Name) {
 		// Upstream joins within one reconcile (clusteradm join --wait, then
@@ -58,42 +70,49 @@ func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) {
 		mc, err = f.managedCluster(ctx, s.Name)
 	}
 	if apierrors.IsNotFound(err) {
+		// Never joined: in addon mode nothing holds the Spoke any more.
 		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight, finalizerHubCleanup))
-		return
+		return true
 	}
 	if err != nil {
 		f.fail(ctx, err)
-		return
+		return true
 	}
 	if s.Spec.CleanupConfig.ForceClusterDrain && !f.addTaint(ctx, mc, TaintWorkloadCleanup) {
-		return
+		return true
 	}
 	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
-		return
+		return true
 	}
 	for _, w := range works.Items {
 		if !addOnOwned(&w) {
 			f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, BlockingMessage(s.Name)))
-			return
+			return true
 		}
 	}
 	if !f.addTaint(ctx, mc, TaintTerminating) {
-		return
+		return true
 	}
-	// Upstream disables the spoke's add-ons here and waits for their works
-	// to go; deleting the works is what disabling comes to on the hub.
-	if len(works.Items) > 0 {
-		for _, w := range works.Items {
-			err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).Delete(ctx, w.GetName(), metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				f.fail(ctx, fmt.Errorf("deleting add-on ManifestWork %s/%s: %w", s.Name, w.GetName(), err))
+	// Upstream disables the spoke's add-ons here (all but the agent's while
+	// the agent is to unjoin) and waits for their works to go.
+	all := f.cleanAll(s)
+	for _, name := range s.Status.EnabledAddons {
+		if name != AgentAddOn || all {
+			if err := f.disableAddOn(ctx, s.Name, name); err != nil {
+				f.fail(ctx, err)
+				return true
 			}
 		}
-		return
+	}
+	if slices.ContainsFunc(works.Items, func(w unstructured.Unstructured) bool {
+		return all || w.GetLabels()[addOnNameLabel] != AgentAddOn
+	}) {
+		return true
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight))
+	return true
 }
 
 // addOnOwned is upstream's test: some owner of the work is a ManagedClusterAddOn.
@@ -122,60 +141,89 @@ func (f *Fleet) addTaint(ctx context.Context, mc *unstructured.Unstructured, key
 	return false
 }
 
-// unjoin removes the spoke's agent: it needs the spoke's API server to
-// answer. The tests join several Spokes through one spoke API server, so
-// it removes this agent's hub credential rather than the shared agent
-// namespace upstream deletes.
-func (f *Fleet) unjoin(ctx context.Context, s *spoke) {
+// hubUnjoin is upstream's doSpokeCleanup run by the hub: with the Spoke's
+// kubeconfig, which needs the spoke's API server to answer.
+func (f *Fleet) hubUnjoin(ctx context.Context, s *spoke) bool {
 	_, c, err := f.spokeKubeconfig(ctx, s)
-	if err != nil {
-		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, "failed to unjoin spoke cluster: "+err.Error()))
-		return
+	if err == nil {
+		err = f.unjoinWith(ctx, s, c)
+	} else {
+		err = fmt.Errorf("failed to unjoin spoke cluster: %w", err)
 	}
-	f.hub.StopAgent(s.Name)
-	err = c.CoreV1().Secrets(harness.AgentNamespace).Delete(ctx, "hub-kubeconfig-"+s.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, "failed to unjoin spoke cluster: "+err.Error()))
-		return
+	if err != nil {
+		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
+		return true
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))
+	return true
 }
 
-func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) {
-	f.hub.StopAgent(s.Name)
-	err := f.kube.CertificatesV1().CertificateSigningRequests().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: clusterNameLabel + "=" + s.Name})
+// csrSuffix is what the registration agent's CSR names add to the cluster name.
+var csrSuffix = regexp.MustCompile(`-[a-zA-Z0-9]{5}$`)
+
+// hubCleanup is the rest of upstream's doHubCleanup once the spoke is
+// unjoined: the cluster's CSRs (labelled, and named after it), the agent
+// add-on and its work, the ManagedCluster, the cluster namespace.
+func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) bool {
+	csrs, err := f.kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterNameLabel})
 	if err != nil {
-		f.fail(ctx, fmt.Errorf("deleting the CSRs of %s: %w", s.Name, err))
-		return
+		f.fail(ctx, fmt.Errorf("listing CSRs: %w", err))
+		return true
+	}
+	for _, c := range csrs.Items {
+		if csrSuffix.ReplaceAllString(c.Name, "") != s.Name {
+			continue
+		}
+		if err := f.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			f.fail(ctx, fmt.Errorf("deleting CSR %s: %w", c.Name, err))
+			return true
+		}
+	}
+	if err := f.disableAddOn(ctx, s.Name, AgentAddOn); err != nil {
+		f.fail(ctx, err)
+		return true
+	}
+	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{LabelSelector: addOnNameLabel + "=" + AgentAddOn})
+	if err != nil {
+		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
+		return true
+	}
+	if len(works.Items) > 0 {
+		// The spoke's work agent is gone: nothing else would let them go
+		// (the garbage collector deletes them, their add-on being disabled).
+		for i := range works.Items {
+			if err := f.stripFinalizers(ctx, &works.Items[i]); err != nil {
+				f.fail(ctx, err)
+			}
+		}
+		return true
 	}
 	if err := f.dyn.Resource(managedClusterGVR).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("deleting ManagedCluster %s: %w", s.Name, err))
-		return
+		return true
 	}
 	if err := f.kube.CoreV1().Namespaces().Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("deleting namespace %s: %w", s.Name, err))
-		return
+		return true
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanup))
+	return true
 }
 
 // dropManifestWorks deletes every ManifestWork of the cluster and strips
-// their finalizers (the spoke's work agent, which would, is gone).
+// their finalizers (the spoke's work agent, which would, is unreachable).
 func (f *Fleet) dropManifestWorks(ctx context.Context, ns string) error {
 	ri := f.dyn.Resource(manifestWorkGVR).Namespace(ns)
 	works, err := ri.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing ManifestWorks in %s: %w", ns, err)
 	}
-	for _, w := range works.Items {
+	for i, w := range works.Items {
 		if err := ri.Delete(ctx, w.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ManifestWork %s/%s: %w", ns, w.GetName(), err)
 		}
-		if len(w.GetFinalizers()) > 0 {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-			if _, err := ri.Patch(ctx, w.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("removing the finalizers of ManifestWork %s/%s: %w", ns, w.GetName(), err)
-			}
+		if err := f.stripFinalizers(ctx, &works.Items[i]); err != nil {
+			return err
 		}
 	}
 	return nil

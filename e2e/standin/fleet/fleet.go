@@ -1,18 +1,46 @@
 // Package fleet is a test stand-in for what fleetconfig-controller does
-// with a Spoke on a hub, no more, driving the real Open Cluster Management
-// components the harness runs (OCMHub): it keeps the upstream finalizers,
-// joins a new Spoke (reads its kubeconfig secret, starts the klusterlet
-// agent with a bootstrap credential, as `clusteradm join` does, and accepts
-// the cluster, as `clusteradm accept` does), and takes a deleted Spoke
-// through the upstream order (the forceClusterDrain taint, the block on
-// ManifestWorks no add-on owns, the terminating taint, unjoin on the spoke,
-// hub cleanup), or through the force-delete shortcut. It never writes a
-// ManagedCluster's status, placement decisions or ManifestWorks: the hub's
-// registration controller and the agents do.
+// with Spokes on a hub, no more, driving the real Open Cluster Management
+// components the harness runs (OCMHub). It follows upstream's source
+// (open-cluster-management-io/lab, fleetconfig-controller: the v1beta1
+// Spoke controller and webhook) in either of its two modes:
+//
+//   - ModeAddon, the chart's default (addonMode: true): a manager on the hub
+//     does the day-1 work (finalizers, `clusteradm join` and accept, add-ons,
+//     the hub half of a removal) and installs the fleetconfig-controller-agent
+//     add-on on each spoke; that agent sets PivotComplete, adds the
+//     spoke-cleanup finalizer and, when the Spoke is deleted, unjoins its own
+//     cluster while the hub waits "for spoke agent to deregister". After the
+//     pivot the hub never reaches the spoke again, and with
+//     cleanupConfig.purgeKubeconfigSecret it deletes the Spoke's kubeconfig
+//     Secret. The hub unjoins a spoke itself only for hub-as-spoke or when
+//     the pivot never completed.
+//   - ModeUnified: the hub does everything, reaching the spoke with the
+//     Spoke's kubeconfig on every reconcile.
+//
+// The spoke-side agent: kwok spokes run no pods, so the agent add-on's
+// ManifestWork (applied on the spoke by the real work agent) carries a
+// ConfigMap in place of the agent's Deployment, and the agent itself is a
+// goroutine of this package (agent.go). It starts once the work agent has
+// applied that work and acts on the spoke with the credential the add-on was
+// installed with (the kubeconfig the join used), never with the Spoke's
+// Secret, which may be gone; it reads and writes the Spoke on the hub with
+// the hub's admin client (the real agent has its own add-on credential).
+//
+// The stand-in serves upstream's validating webhook for Spokes and Hubs
+// (webhook.go) for real, registered with the hub's API server, so every
+// object a test or plugin writes passes the rules upstream enforces.
+//
+// Reconciles follow controller-runtime's rhythm: a Spoke is reconciled when
+// it changes (seen within a fraction of a second), again soon after a step
+// that waits or fails, and otherwise every Options.Requeue (upstream's 30 s).
+// It never writes a ManagedCluster's status, placement decisions or the
+// ManifestWorks of anything but the agent add-on: the hub's controllers and
+// the agents do.
 //
 // It knows the upstream names from upstream, spelled here, never from the
-// plugins' packages, so a wrong name in a plugin fails a test. Its
-// unexpected errors fail the test run (harness Env.Fail).
+// plugins' packages, so a wrong name in a plugin fails a test; it imports
+// nothing from internal/. Its unexpected errors fail the test run (harness
+// Env.Fail).
 package fleet
 
 import (
@@ -20,6 +48,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -51,9 +80,18 @@ const (
 
 	conditionJoined           = "SpokeJoined"
 	conditionCleanupFailed    = "CleanupFailed"
+	conditionAddonsConfigured = "AddonsConfigured"
+	conditionPivotComplete    = "PivotComplete"
 	conditionKlusterletSynced = "KlusterletSynced"
+	conditionHubInitialized   = "HubInitialized"
 
 	defaultKubeconfigKey = "kubeconfig"
+	hubAsSpokeName       = "hub-as-spoke"
+
+	// AgentAddOn is the add-on that carries the spoke-side agent in addon
+	// mode: its ClusterManagementAddOn on the hub is how a client tells the
+	// mode, and every Spoke but hub-as-spoke must list it there.
+	AgentAddOn = "fleetconfig-controller-agent"
 
 	// TaintWorkloadCleanup is added on delete when forceClusterDrain is set.
 	TaintWorkloadCleanup = "fleetconfig.open-cluster-management.io/workload-cleanup"
@@ -62,6 +100,7 @@ const (
 
 	managedClusterAddOnKind = "ManagedClusterAddOn"
 	clusterNameLabel        = "open-cluster-management.io/cluster-name"
+	addOnNameLabel          = "open-cluster-management.io/addon-name"
 	conditionMCJoined       = "ManagedClusterJoined"
 )
 
@@ -70,7 +109,33 @@ var (
 	hubGVR            = schema.GroupVersionResource{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1", Resource: "hubs"}
 	managedClusterGVR = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
 	manifestWorkGVR   = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
+	clusterAddOnGVR   = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "clustermanagementaddons"}
+	addOnGVR          = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "managedclusteraddons"}
 )
+
+// Mode is how the FleetConfig controller runs (the chart's addonMode).
+type Mode string
+
+const (
+	// ModeAddon is a manager on the hub and an agent add-on on each spoke
+	// (addonMode: true, the chart's default).
+	ModeAddon Mode = "addon"
+	// ModeUnified is one controller on the hub doing everything (addonMode: false).
+	ModeUnified Mode = "unified"
+)
+
+// DefaultRequeue is how often upstream reconciles a Spoke that did not change.
+const DefaultRequeue = 30 * time.Second
+
+// Options configure the stand-in.
+type Options struct {
+	// Mode defaults to ModeAddon.
+	Mode Mode
+	// Requeue is how often an unchanged Spoke is reconciled again, which is
+	// how often a unified-mode hub notices a spoke it cannot reach; it
+	// defaults to DefaultRequeue. Shorten it only in a test that waits for it.
+	Requeue time.Duration
+}
 
 // BlockingMessage is the upstream CleanupFailed message while ManifestWorks
 // that no add-on owns are in the cluster namespace.
@@ -78,27 +143,58 @@ func BlockingMessage(cluster string) string {
 	return fmt.Sprintf("Found manifestWorks for ManagedCluster %s; cannot unjoin spoke cluster while it has active ManifestWorks", cluster)
 }
 
-// spoke is what the stand-in reads of a Spoke.
+// spoke is what the stand-in (and its webhook) reads of a Spoke.
 type spoke struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Kubeconfig struct {
-			SecretReference *struct {
-				Name          string `json:"name"`
-				KubeconfigKey string `json:"kubeconfigKey"`
-			} `json:"secretReference"`
-		} `json:"kubeconfig"`
+		HubRef struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"hubRef"`
+		Kubeconfig kubeconfigRef `json:"kubeconfig"`
+		Klusterlet struct {
+			Mode                            string        `json:"mode"`
+			ManagedClusterKubeconfig        kubeconfigRef `json:"managedClusterKubeconfig"`
+			AddonKubeClientRegistrationAuth string        `json:"addonKubeClientRegistrationAuth"`
+		} `json:"klusterlet"`
+		AddOns []struct {
+			ConfigName string `json:"configName"`
+		} `json:"addOns"`
 		CleanupConfig struct {
-			ForceClusterDrain bool `json:"forceClusterDrain"`
+			ForceClusterDrain     bool `json:"forceClusterDrain"`
+			PurgeKubeconfigSecret bool `json:"purgeKubeconfigSecret"`
 		} `json:"cleanupConfig"`
 	} `json:"spec"`
 	Status spokeStatus `json:"status"`
 }
 
+type kubeconfigRef struct {
+	SecretReference *struct {
+		Name          string `json:"name"`
+		KubeconfigKey string `json:"kubeconfigKey"`
+	} `json:"secretReference"`
+	InCluster bool   `json:"inCluster"`
+	Context   string `json:"context"`
+}
+
+// hubAsSpoke is upstream's IsHubAsSpoke.
+func (s *spoke) hubAsSpoke() bool {
+	return s.Name == hubAsSpokeName || s.Spec.Kubeconfig.InCluster
+}
+
+func (s *spoke) has(finalizer string) bool { return slices.Contains(s.Finalizers, finalizer) }
+
+// pivotComplete is upstream's PivotComplete: the condition is True.
+func (s *spoke) pivotComplete() bool {
+	i := slices.IndexFunc(s.Status.Conditions, func(c condition) bool { return c.Type == conditionPivotComplete })
+	return i >= 0 && s.Status.Conditions[i].Status == metav1.ConditionTrue
+}
+
 type spokeStatus struct {
-	Phase      string      `json:"phase,omitempty"`
-	Conditions []condition `json:"conditions,omitempty"`
+	Phase         string      `json:"phase,omitempty"`
+	Conditions    []condition `json:"conditions,omitempty"`
+	EnabledAddons []string    `json:"enabledAddons,omitempty"`
 }
 
 type condition struct {
@@ -112,11 +208,18 @@ type Fleet struct {
 	dyn       dynamic.Interface
 	kube      kubernetes.Interface
 	namespace string
-	interval  time.Duration
+	mode      Mode
+	requeue   time.Duration
 
 	// running is held while reconciling; Pause holds it to keep the
 	// stand-in's own requests out of a measurement.
 	running sync.Mutex
+
+	mu sync.Mutex
+	// installed holds, per cluster, the spoke kubeconfig the join used: the
+	// credential the agent add-on is installed with.
+	installed map[string][]byte
+	agents    map[string]*agent
 }
 
 // Pause stops reconciling until the returned function is called.
@@ -125,20 +228,140 @@ func (f *Fleet) Pause() (resume func()) {
 	return f.running.Unlock
 }
 
-// Start runs the stand-in on the hub until ctx ends. It resyncs every
-// interval, which is how often the real controller requeues (scaled down).
-func Start(ctx context.Context, hub *harness.OCMHub, namespace string, interval time.Duration) *Fleet {
-	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, interval: interval}
-	go f.loop(ctx)
+// Mode is the mode the stand-in runs in.
+func (f *Fleet) Mode() Mode { return f.mode }
+
+// Start runs the stand-in in addon mode on the hub until ctx ends, with
+// requeue as its requeue interval; a failure to start fails the test run.
+// Run is the same with every option and the error.
+func Start(ctx context.Context, hub *harness.OCMHub, namespace string, requeue time.Duration) *Fleet {
+	f, err := Run(ctx, hub, namespace, Options{Requeue: requeue})
+	if err != nil {
+		hub.Env().Fail(fmt.Errorf("fleet stand-in: %w", err))
+	}
 	return f
 }
 
+// Run registers on the hub what the FleetConfig release does in the mode
+// (the agent add-on's ClusterManagementAddOn in addon mode; the Hub marked
+// initialized), serves and registers the validating webhook, and runs the
+// stand-in until ctx ends.
+func Run(ctx context.Context, hub *harness.OCMHub, namespace string, o Options) (*Fleet, error) {
+	if o.Mode == "" {
+		o.Mode = ModeAddon
+	}
+	if o.Mode != ModeAddon && o.Mode != ModeUnified {
+		return nil, fmt.Errorf("unknown FleetConfig mode %q", o.Mode)
+	}
+	if o.Requeue == 0 {
+		o.Requeue = DefaultRequeue
+	}
+	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, requeue: o.Requeue,
+		installed: map[string][]byte{}, agents: map[string]*agent{}}
+	if err := f.registerAgentAddOn(ctx); err != nil {
+		return nil, err
+	}
+	if err := f.initializeHubs(ctx); err != nil {
+		return nil, err
+	}
+	if err := f.serveWebhook(ctx); err != nil {
+		return nil, err
+	}
+	go f.loop(ctx)
+	return f, nil
+}
+
+// ModeFromEnv reads SPOKEKIT_E2E_FLEET_MODE ("addon" or "unified"); unset
+// is "".
+func ModeFromEnv() (Mode, error) {
+	m := Mode(os.Getenv("SPOKEKIT_E2E_FLEET_MODE"))
+	switch m {
+	case "", ModeAddon, ModeUnified:
+		return m, nil
+	}
+	return "", fmt.Errorf("SPOKEKIT_E2E_FLEET_MODE=%q: want %q or %q", m, ModeAddon, ModeUnified)
+}
+
+// registerAgentAddOn makes the hub's add-on list say the mode, as the
+// chart does: the agent's ClusterManagementAddOn exists in addon mode only.
+func (f *Fleet) registerAgentAddOn(ctx context.Context) error {
+	cmas := f.dyn.Resource(clusterAddOnGVR)
+	if f.mode == ModeUnified {
+		if err := cmas.Delete(ctx, AgentAddOn, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing ClusterManagementAddOn %s: %w", AgentAddOn, err)
+		}
+		return nil
+	}
+	cma := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterAddOnGVR.GroupVersion().String(), "kind": "ClusterManagementAddOn",
+		"metadata": map[string]any{"name": AgentAddOn},
+		"spec": map[string]any{
+			"addOnMeta":       map[string]any{"displayName": "FleetConfig controller agent"},
+			"installStrategy": map[string]any{"type": "Manual"},
+		},
+	}}
+	if _, err := cmas.Create(ctx, cma, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering ClusterManagementAddOn %s: %w", AgentAddOn, err)
+	}
+	return nil
+}
+
+// initializeHubs marks every Hub of the namespace initialized, as the Hub
+// controller does once the cluster manager runs (the OCM hub components
+// are up by now); the webhook checks add-on names against the hub from then on.
+func (f *Fleet) initializeHubs(ctx context.Context) error {
+	hubs, err := f.dyn.Resource(hubGVR).Namespace(f.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Hubs: %w", err)
+	}
+	for i := range hubs.Items {
+		h := &hubs.Items[i]
+		c := cond(conditionHubInitialized, metav1.ConditionTrue, metav1.ConditionTrue, "Hub initialized")
+		c.Reason, c.LastTransitionTime = "ReconcileSuccess", metav1.Now()
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		if err != nil {
+			return err
+		}
+		h.Object["status"] = map[string]any{"phase": phaseRunning, "conditions": []any{raw}}
+		if _, err := f.dyn.Resource(hubGVR).Namespace(f.namespace).UpdateStatus(ctx, h, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("initializing Hub %s: %w", h.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// tick is how soon a change to a Spoke is seen (a watch event's latency).
+const tick = 200 * time.Millisecond
+
+// schedule says when an object is reconciled next: when it changed (its
+// resourceVersion), or at its due time.
+type schedule map[string]struct {
+	rv  string
+	due time.Time
+}
+
+func (sc schedule) due(u *unstructured.Unstructured, now time.Time) bool {
+	e, ok := sc[u.GetName()]
+	return !ok || e.rv != u.GetResourceVersion() || !now.Before(e.due)
+}
+
+func (sc schedule) after(u *unstructured.Unstructured, d time.Duration) {
+	sc[u.GetName()] = struct {
+		rv  string
+		due time.Time
+	}{u.GetResourceVersion(), time.Now().Add(d)}
+}
+
 func (f *Fleet) loop(ctx context.Context) {
-	t := time.NewTicker(f.interval)
+	t := time.NewTicker(tick)
 	defer t.Stop()
+	sc := schedule{}
 	for {
 		f.running.Lock()
-		f.reconcileAll(ctx)
+		f.reconcileAll(ctx, sc)
+		if f.mode == ModeAddon {
+			f.startInstalledAgents(ctx)
+		}
 		f.running.Unlock()
 		select {
 		case <-ctx.Done():
@@ -152,105 +375,243 @@ func (f *Fleet) spokes() dynamic.ResourceInterface {
 	return f.dyn.Resource(spokeGVR).Namespace(f.namespace)
 }
 
-func (f *Fleet) reconcileAll(ctx context.Context) {
+func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 	l, err := f.spokes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		f.fail(ctx, fmt.Errorf("listing Spokes: %w", err))
 		return
 	}
+	now := time.Now()
+	seen := map[string]bool{}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
 	for i := range l.Items {
+		u := &l.Items[i]
+		seen[u.GetName()] = true
+		if !sc.due(u, now) {
+			continue
+		}
 		wg.Add(1)
-		go func(u *unstructured.Unstructured) {
+		go func() {
 			defer wg.Done()
 			var s spoke
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
 				f.fail(ctx, fmt.Errorf("reading Spoke %s: %w", u.GetName(), err))
 				return
 			}
+			var soon bool
 			if s.DeletionTimestamp != nil {
-				f.reconcileDelete(ctx, &s)
-				return
+				soon = f.reconcileDelete(ctx, &s)
+			} else {
+				soon = f.reconcileJoin(ctx, &s)
 			}
-			f.reconcileJoin(ctx, &s)
-		}(&l.Items[i])
+			next := f.requeue
+			if soon {
+				next = tick
+			}
+			mu.Lock()
+			sc.after(u, next)
+			mu.Unlock()
+		}()
 	}
 	wg.Wait()
+	for name := range sc {
+		if !seen[name] {
+			delete(sc, name)
+		}
+	}
 }
 
-// spokeKubeconfig reads the kubeconfig in the Spoke's secret and checks the
-// spoke's API server answers with it.
+// spokeKubeconfig reads the kubeconfig the Spoke names (its Secret, or the
+// hub's own for inCluster) and checks the spoke's API server answers with it.
 func (f *Fleet) spokeKubeconfig(ctx context.Context, s *spoke) ([]byte, kubernetes.Interface, error) {
-	ref := s.Spec.Kubeconfig.SecretReference
-	if ref == nil {
+	var data []byte
+	switch ref := s.Spec.Kubeconfig.SecretReference; {
+	case s.Spec.Kubeconfig.InCluster:
+		var err error
+		if data, err = os.ReadFile(f.hub.Kubeconfig); err != nil {
+			return nil, nil, err
+		}
+	case ref == nil:
 		return nil, nil, errors.New("no kubeconfig secret reference")
+	default:
+		sec, err := f.kube.CoreV1().Secrets(s.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading kubeconfig secret: %w", err)
+		}
+		key := ref.KubeconfigKey
+		if key == "" {
+			key = defaultKubeconfigKey
+		}
+		data = sec.Data[key]
 	}
-	sec, err := f.kube.CoreV1().Secrets(s.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	c, err := reachSpoke(ctx, data, s.Spec.Kubeconfig.Context)
+	return data, c, err
+}
+
+// reachSpoke makes a client of a kubeconfig (its context, or the current
+// one) and checks the API server answers.
+func reachSpoke(ctx context.Context, kubeconfig []byte, context string) (kubernetes.Interface, error) {
+	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading kubeconfig secret: %w", err)
+		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
-	key := ref.KubeconfigKey
-	if key == "" {
-		key = defaultKubeconfigKey
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(sec.Data[key])
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
+		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
 	cfg.Timeout = 3 * time.Second
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
-		return nil, nil, fmt.Errorf("spoke API server %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("spoke API server %s: %w", cfg.Host, err)
 	}
-	return sec.Data[key], c, nil
+	return c, nil
 }
 
-// reconcileJoin joins the spoke once (upstream runs clusteradm join and
-// accept while the ManagedCluster has not joined) and reports the
-// conditions; every round it reaches the spoke, as upstream's klusterlet
-// upgrade check does, so a spoke whose API server stopped turns Unhealthy.
-func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) {
-	if !slices.Contains(s.Finalizers, finalizerHubCleanup) {
-		f.setFinalizers(ctx, s, []string{finalizerHubCleanupPreflight, finalizerHubCleanup, finalizerSpokeCleanup})
-		return
+// initialConditions are upstream's, set when missing at every reconcile.
+func initialConditions() []condition {
+	return []condition{
+		cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, conditionJoined),
+		cond(conditionCleanupFailed, metav1.ConditionFalse, metav1.ConditionFalse, conditionCleanupFailed),
+		cond(conditionAddonsConfigured, metav1.ConditionFalse, metav1.ConditionFalse, conditionAddonsConfigured),
+		cond(conditionPivotComplete, metav1.ConditionFalse, metav1.ConditionTrue, conditionPivotComplete),
+		cond(conditionKlusterletSynced, metav1.ConditionFalse, metav1.ConditionFalse, conditionKlusterletSynced),
 	}
+}
+
+// reconcileJoin is upstream's reconcile of a live Spoke on the hub: the
+// finalizers, then the hub's work (join, accept, add-ons, the purge of the
+// kubeconfig Secret after the pivot) and, in unified mode or for
+// hub-as-spoke, the spoke's work too; the phase follows the conditions. It
+// says whether to come back soon (a step waits or failed).
+func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) bool {
+	if !s.has(finalizerHubCleanup) {
+		fins := append(slices.Clone(s.Finalizers), finalizerHubCleanupPreflight, finalizerHubCleanup)
+		// In addon mode the spoke side adds spoke-cleanup once joined.
+		if f.mode == ModeUnified || s.hubAsSpoke() {
+			fins = append(fins, finalizerSpokeCleanup)
+		}
+		f.setFinalizers(ctx, s, fins)
+		return true
+	}
+	st := newStatus(s)
 	if s.Status.Phase == "" {
-		f.setStatus(ctx, s, phaseJoining, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "joining"))
-		return
+		f.writeStatus(ctx, s, st, phaseJoining)
+		return true
 	}
+	soon, err := f.hubWork(ctx, s, st)
+	if err == nil && !soon && (f.mode == ModeUnified || s.hubAsSpoke()) {
+		err = f.spokeWork(ctx, s, st)
+	}
+	f.writeStatus(ctx, s, st, st.phase(err))
+	return soon || err != nil
+}
+
+// hubWork is upstream's doHubWork.
+func (f *Fleet) hubWork(ctx context.Context, s *spoke, st *status) (soon bool, err error) {
 	mc, err := f.managedCluster(ctx, s.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
-		f.fail(ctx, err)
-		return
+		return false, err
 	}
-	joined := mc != nil && conditionIs(mc, conditionMCJoined, "True")
-	kubeconfig, _, reachErr := f.spokeKubeconfig(ctx, s)
-	if !joined {
-		if reachErr != nil {
-			f.setStatus(ctx, s, phaseUnhealthy, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "failed to join spoke cluster: "+reachErr.Error()))
-			return
+	if mc == nil {
+		kubeconfig, c, err := f.spokeKubeconfig(ctx, s)
+		if err != nil {
+			st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "failed to load spoke kubeconfig: "+err.Error()))
+			return false, err
 		}
-		if err := f.hub.StartAgent(ctx, s.Name, kubeconfig); err != nil {
-			f.fail(ctx, fmt.Errorf("joining spoke %s: %w", s.Name, err))
-			return
+		if err := f.join(ctx, s, kubeconfig, c); err != nil {
+			st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, err.Error()))
+			return false, err
 		}
+	}
+	if mc == nil || !hasCondition(mc, conditionMCJoined) {
+		// clusteradm join --wait returns once the agent asked to join;
+		// here the agent registers in the background: look again soon.
+		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue,
+			fmt.Sprintf("ManagedClusterJoined condition not found in ManagedCluster for spoke cluster %s", s.Name)))
 		if _, err := f.hub.Accept(ctx, s.Name); err != nil {
 			f.fail(ctx, err)
-			return
 		}
-		f.setStatus(ctx, s, phaseJoining, cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "waiting for the ManagedCluster to join"))
-		return
+		return true, nil
 	}
-	if reachErr != nil {
-		f.setStatus(ctx, s, phaseUnhealthy, cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "joined"),
-			cond(conditionKlusterletSynced, metav1.ConditionFalse, metav1.ConditionTrue, "failed to check if spoke cluster needs upgrade: "+reachErr.Error()))
-		return
+	if !conditionIs(mc, conditionMCJoined, "True") {
+		msg := fmt.Sprintf("failed to join spoke cluster %s: %s", s.Name, conditionMessage(mc, conditionMCJoined))
+		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, msg))
+		return false, errors.New(msg)
 	}
-	f.setStatus(ctx, s, phaseRunning, cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "joined"),
-		cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, "klusterlet up to date"))
+	st.set(cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "Joined"))
+	agentMode := f.mode == ModeAddon && !s.hubAsSpoke()
+	if agentMode && !s.has(finalizerSpokeCleanup) {
+		f.setFinalizers(ctx, s, append(slices.Clone(s.Finalizers), finalizerSpokeCleanup))
+		return true, nil
+	}
+	if err := f.purgeKubeconfigSecret(ctx, s); err != nil {
+		return false, err
+	}
+	enabled, err := f.enableAddOns(ctx, s)
+	if err != nil {
+		st.set(cond(conditionAddonsConfigured, metav1.ConditionFalse, metav1.ConditionTrue,
+			fmt.Sprintf("failed to enable addons for spoke cluster %s: %s", s.Name, err)))
+		return false, err
+	}
+	st.enabledAddons = enabled
+	if len(enabled) > 0 {
+		st.set(cond(conditionAddonsConfigured, metav1.ConditionTrue, metav1.ConditionTrue, conditionAddonsConfigured))
+	}
+	return false, nil
+}
+
+// join does what `clusteradm join` and accept do: the klusterlet agent,
+// bootstrapping from the hub; in addon mode also the agent's namespace on
+// the spoke, made beforehand so it outlives the unjoin (upstream's
+// createAgentNamespace).
+func (f *Fleet) join(ctx context.Context, s *spoke, kubeconfig []byte, c kubernetes.Interface) error {
+	if err := f.hub.StartAgent(ctx, s.Name, kubeconfig); err != nil {
+		return fmt.Errorf("clusteradm join command failed for spoke %s: %w", s.Name, err)
+	}
+	if _, err := f.hub.Accept(ctx, s.Name); err != nil {
+		return fmt.Errorf("failed to accept spoke cluster join request: %w", err)
+	}
+	if f.mode == ModeAddon && !s.hubAsSpoke() {
+		if err := createNamespace(ctx, c, f.namespace); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.installed[s.Name] = kubeconfig
+	f.mu.Unlock()
+	return nil
+}
+
+// purgeKubeconfigSecret is upstream's deleteKubeconfigSecret: only in addon
+// mode, after the pivot, for a Spoke that asked for it.
+func (f *Fleet) purgeKubeconfigSecret(ctx context.Context, s *spoke) error {
+	ref := s.Spec.Kubeconfig.SecretReference
+	if f.mode != ModeAddon || !s.pivotComplete() || s.Spec.Kubeconfig.InCluster || ref == nil || !s.Spec.CleanupConfig.PurgeKubeconfigSecret {
+		return nil
+	}
+	err := f.kube.CoreV1().Secrets(s.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("purging the kubeconfig secret of %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// spokeWork is upstream's doSpokeWork run from the hub (unified mode,
+// hub-as-spoke): the pivot is trivially complete, and the klusterlet
+// upgrade check reaches the spoke, so a spoke whose API server stopped
+// turns Unhealthy at the next requeue.
+func (f *Fleet) spokeWork(ctx context.Context, s *spoke, st *status) error {
+	st.set(cond(conditionPivotComplete, metav1.ConditionTrue, metav1.ConditionTrue, conditionPivotComplete))
+	if _, _, err := f.spokeKubeconfig(ctx, s); err != nil {
+		st.set(cond(conditionKlusterletSynced, metav1.ConditionFalse, metav1.ConditionTrue, "failed to check if spoke cluster needs upgrade: "+err.Error()))
+		return err
+	}
+	st.set(cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, conditionKlusterletSynced))
+	return nil
 }
 
 func (f *Fleet) managedCluster(ctx context.Context, name string) (*unstructured.Unstructured, error) {
@@ -264,44 +625,85 @@ func (f *Fleet) managedCluster(ctx context.Context, name string) (*unstructured.
 	return mc, nil
 }
 
-func conditionIs(u *unstructured.Unstructured, t, status string) bool {
+func findCondition(u *unstructured.Unstructured, t string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == t {
-			return m["status"] == status
+		if m, _ := c.(map[string]any); m["type"] == t {
+			return m
 		}
 	}
-	return false
+	return nil
+}
+
+func hasCondition(u *unstructured.Unstructured, t string) bool { return findCondition(u, t) != nil }
+
+func conditionIs(u *unstructured.Unstructured, t, status string) bool {
+	c := findCondition(u, t)
+	return c != nil && c["status"] == status
+}
+
+func conditionMessage(u *unstructured.Unstructured, t string) string {
+	msg, _ := findCondition(u, t)["message"].(string)
+	return msg
 }
 
 func cond(t string, status, want metav1.ConditionStatus, msg string) condition {
 	return condition{Condition: metav1.Condition{Type: t, Status: status, Reason: "ReconcileSuccess", Message: msg}, WantStatus: want}
 }
 
-// setStatus sets the phase and the given conditions (keeping the others).
-func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...condition) {
-	st := s.Status
-	st.Conditions = slices.Clone(st.Conditions)
-	changed := st.Phase != phase
-	for _, c := range conds {
-		i := slices.IndexFunc(st.Conditions, func(o condition) bool { return o.Type == c.Type })
-		if i >= 0 && st.Conditions[i].Status == c.Status && st.Conditions[i].Message == c.Message {
-			continue
-		}
-		changed = true
-		c.LastTransitionTime = metav1.Now()
-		if i >= 0 {
-			st.Conditions[i] = c
-		} else {
-			st.Conditions = append(st.Conditions, c)
+// status is a Spoke's status being worked on in one reconcile.
+type status struct {
+	conds         []condition
+	enabledAddons []string
+}
+
+// newStatus starts from the Spoke's conditions, adding upstream's initial
+// ones that are missing.
+func newStatus(s *spoke) *status {
+	st := &status{conds: slices.Clone(s.Status.Conditions), enabledAddons: s.Status.EnabledAddons}
+	for _, c := range initialConditions() {
+		if !slices.ContainsFunc(st.conds, func(o condition) bool { return o.Type == c.Type }) {
+			st.conds = append(st.conds, c)
 		}
 	}
-	if !changed {
+	return st
+}
+
+func (st *status) set(c condition) {
+	i := slices.IndexFunc(st.conds, func(o condition) bool { return o.Type == c.Type })
+	if i < 0 {
+		st.conds = append(st.conds, c)
 		return
 	}
-	st.Phase = phase
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if st.conds[i].Status != c.Status {
+		c.LastTransitionTime = metav1.Time{}
+	} else {
+		c.LastTransitionTime = st.conds[i].LastTransitionTime
+	}
+	st.conds[i] = c
+}
+
+// phase is upstream's: Unhealthy after an error or while any condition is
+// not as wanted, else Running.
+func (st *status) phase(err error) string {
+	if err != nil || slices.ContainsFunc(st.conds, func(c condition) bool { return c.Status != c.WantStatus }) {
+		return phaseUnhealthy
+	}
+	return phaseRunning
+}
+
+// writeStatus writes the phase, conditions and enabled add-ons when any changed.
+func (f *Fleet) writeStatus(ctx context.Context, s *spoke, st *status, phase string) {
+	next := spokeStatus{Phase: phase, Conditions: st.conds, EnabledAddons: st.enabledAddons}
+	for i := range next.Conditions {
+		if next.Conditions[i].LastTransitionTime.IsZero() {
+			next.Conditions[i].LastTransitionTime = metav1.Now()
+		}
+	}
+	if equalStatus(s.Status, next) {
+		return
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
 	if err != nil {
 		f.fail(ctx, err)
 		return
@@ -315,6 +717,29 @@ func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...
 	if _, err := f.spokes().UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("updating the status of Spoke %s: %w", s.Name, err))
 	}
+}
+
+// equalStatus compares what the stand-in writes (transition times aside).
+func equalStatus(a, b spokeStatus) bool {
+	if a.Phase != b.Phase || !slices.Equal(a.EnabledAddons, b.EnabledAddons) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i, c := range a.Conditions {
+		o := b.Conditions[i]
+		if c.Type != o.Type || c.Status != o.Status || c.WantStatus != o.WantStatus || c.Message != o.Message || c.Reason != o.Reason {
+			return false
+		}
+	}
+	return true
+}
+
+// setStatus sets the phase and the given conditions (keeping the others).
+func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...condition) {
+	st := &status{conds: slices.Clone(s.Status.Conditions), enabledAddons: s.Status.EnabledAddons}
+	for _, c := range conds {
+		st.set(c)
+	}
+	f.writeStatus(ctx, s, st, phase)
 }
 
 func (f *Fleet) setFinalizers(ctx context.Context, s *spoke, finalizers []string) {

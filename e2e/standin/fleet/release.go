@@ -15,8 +15,9 @@ import (
 )
 
 // InstallRelease creates what the fleet's Helm release installs on a hub
-// whose CRDs are in place: the release namespace and a Hub named "hub",
-// marked as owned by the Helm release.
+// whose CRDs are in place: the release namespace and a Hub named "hub"
+// (with the cluster manager the chart renders), marked as owned by the
+// Helm release.
 func InstallRelease(ctx context.Context, hub *rest.Config, namespace, release string) error {
 	kube, err := kubernetes.NewForConfig(hub)
 	if err != nil {
@@ -37,7 +38,7 @@ func InstallRelease(ctx context.Context, hub *rest.Config, namespace, release st
 			"labels":      map[string]any{"app.kubernetes.io/managed-by": "Helm"},
 			"annotations": map[string]any{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace},
 		},
-		"spec": map[string]any{"kubeconfig": map[string]any{"inCluster": true}},
+		"spec": map[string]any{"kubeconfig": map[string]any{"inCluster": true}, "clusterManager": map[string]any{}},
 	}}
 	// An Established CRD can take a moment more to be served.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

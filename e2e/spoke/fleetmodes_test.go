@@ -1,0 +1,177 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+)
+
+// The tests here show the FleetConfig modes the test bed models, with
+// Spokes written as a chart install or a user with kubectl writes them:
+// what upstream's webhook refuses in each mode, and the addon-mode pivot
+// after which the hub's kubeconfig Secret may be purged.
+
+// kubectlApply applies a Spoke with kubectl as a user would.
+func kubectlApply(t *testing.T, u *unstructured.Unstructured, extra ...string) (string, int) {
+	t.Helper()
+	data, err := yaml.Marshal(u.Object)
+	assert.NilError(t, err)
+	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), append([]string{"apply", "-f", writeFile(t, "spoke.yaml", string(data))}, extra...)...)
+	assert.NilError(t, err)
+	return r.Stdout + r.Stderr, r.ExitCode
+}
+
+func TestWebhookAddOnRulesPerMode(t *testing.T) {
+	withAgent := func(spec map[string]any) { spec["addOns"] = []any{map[string]any{"configName": fleet.AgentAddOn}} }
+	noAddOns := func(spec map[string]any) { delete(spec, "addOns") }
+	inCluster := func(spec map[string]any) { spec["kubeconfig"] = map[string]any{"inCluster": true} }
+	type refusal struct {
+		name   string
+		spoke  *unstructured.Unstructured
+		reason string
+	}
+	refused := []refusal{
+		{"both kubeconfig sources", newSpoke("both", func(spec map[string]any) {
+			spec["kubeconfig"].(map[string]any)["inCluster"] = true
+		}), "either secretReference or inCluster can be specified for the kubeconfig, not both"},
+		{"hosted without the managed cluster's kubeconfig", newSpoke("hosted", func(spec map[string]any) {
+			spec["klusterlet"] = map[string]any{"mode": "Hosted"}
+		}), "managedClusterKubeconfig.secretReference is required in hosted mode"},
+		{"an add-on the hub does not have", newSpoke("unknown-addon", func(spec map[string]any) {
+			spec["addOns"] = append(agentAddOns(), map[string]any{"configName": "no-such-addon"})
+		}), "no matching HubAddOn or AddOnConfig found for AddOn"},
+		{"the agent add-on on hub-as-spoke", newSpoke("hub-as-spoke", func(spec map[string]any) { inCluster(spec); withAgent(spec) }), fleet.ErrAgentAddOnForbidden},
+	}
+	accepted := []*unstructured.Unstructured{newSpoke("hub-as-spoke", func(spec map[string]any) { inCluster(spec); noAddOns(spec) })}
+	switch mode {
+	case fleet.ModeAddon:
+		// What `spoke add` writes today: no add-on.
+		refused = append(refused, refusal{"no agent add-on", newSpoke("no-agent", noAddOns), fleet.ErrAgentAddOnMissing})
+		accepted = append(accepted, newSpoke("with-agent", withAgent))
+	case fleet.ModeUnified:
+		refused = append(refused, refusal{"the agent add-on", newSpoke("with-agent", withAgent), fleet.ErrAgentAddOnForbidden})
+		accepted = append(accepted, newSpoke("no-agent", noAddOns))
+	}
+	for _, tc := range refused {
+		t.Run("refused: "+tc.name, func(t *testing.T) {
+			out, code := kubectlApply(t, tc.spoke)
+			assert.Equal(t, code, 1, out)
+			assert.Check(t, is.Contains(out, tc.reason))
+			assert.Check(t, spokeObject(t, tc.spoke.GetName()) == nil, "nothing was created")
+		})
+	}
+	for _, s := range accepted {
+		t.Run("accepted: "+s.GetName(), func(t *testing.T) {
+			out, code := kubectlApply(t, s, "--dry-run=server")
+			assert.Equal(t, code, 0, out)
+		})
+	}
+}
+
+func TestWebhookRefusesImmutableChange(t *testing.T) {
+	createSpoke(t, "immutable", spoke1, nil)
+	waitSpoke(t, "immutable", "Running", func(u *unstructured.Unstructured) bool {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return phase == "Running"
+	})
+	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace)
+	for _, patch := range []string{
+		`{"spec":{"hubRef":{"name":"other-hub"}}}`,
+		`{"spec":{"klusterlet":{"featureGates":"AddonManagement=true,ClusterClaim=true,RawFeedbackJsonString=true"}}}`,
+		`{"spec":{"createNamespace":false}}`,
+	} {
+		_, err := spokes.Patch(ctx(t), "immutable", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		assert.ErrorContains(t, err, fleet.ErrAllowedSpokeUpdate, patch)
+		assert.Check(t, apierrors.IsForbidden(err), "%s: %v", patch, err)
+	}
+	// The allow-list: timeout, log verbosity, the cleanup config.
+	_, err := spokes.Patch(ctx(t), "immutable", types.MergePatchType,
+		[]byte(`{"spec":{"timeout":120,"logVerbosity":2,"cleanupConfig":{"forceClusterDrain":true}}}`), metav1.PatchOptions{})
+	assert.NilError(t, err)
+	// The add-on rules hold on update too.
+	if mode == fleet.ModeAddon {
+		_, err = spokes.Patch(ctx(t), "immutable", types.MergePatchType, []byte(`{"spec":{"addOns":null}}`), metav1.PatchOptions{})
+		assert.ErrorContains(t, err, fleet.ErrAgentAddOnMissing)
+	}
+
+	assert.NilError(t, spokes.Delete(ctx(t), "immutable", metav1.DeleteOptions{}))
+	waitSpoke(t, "immutable", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+	waitManagedClusterGone(t, "immutable")
+}
+
+// In addon mode the hub deletes the kubeconfig Secret once the spoke's
+// agent has taken over, and the agent alone unjoins the spoke; in unified
+// mode the option does nothing (the hub needs the Secret every reconcile).
+func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
+	createSpoke(t, "purged", spoke2, func(spec map[string]any) {
+		spec["cleanupConfig"] = map[string]any{"purgeKubeconfigSecret": true}
+	})
+	waitSpoke(t, "purged", "PivotComplete", pivoted)
+	waitAvailable(t, "purged")
+	if mode == fleet.ModeAddon {
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return !secretExists(t, "purged"), nil
+		})
+		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
+		assert.Check(t, standin.AgentRunning("purged"))
+	} else {
+		// A reconcile after the pivot would have purged it.
+		time.Sleep(2 * time.Second)
+		assert.Check(t, secretExists(t, "purged"), "unified mode keeps the Secret")
+	}
+	phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")
+	assert.Equal(t, phase, "Running")
+
+	// Removal works without the Secret: the agent unjoins with its own credential.
+	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace)
+	assert.NilError(t, spokes.Delete(ctx(t), "purged", metav1.DeleteOptions{}))
+	waitSpoke(t, "purged", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+	waitManagedClusterGone(t, "purged")
+	_, err := spoke2.Kube.CoreV1().Secrets("open-cluster-management-agent").Get(ctx(t), "hub-kubeconfig-purged", metav1.GetOptions{})
+	assert.Check(t, apierrors.IsNotFound(err), "the klusterlet's hub credential left the spoke: %v", err)
+	if mode == fleet.ModeUnified {
+		assert.NilError(t, hub.Kube.CoreV1().Secrets(releaseNamespace).Delete(ctx(t), "purged-kubeconfig", metav1.DeleteOptions{}))
+	}
+}
+
+// A Spoke deleted before it ever joined goes at once in addon mode: no
+// spoke-side finalizer was ever added.
+func TestNeverJoinedSpokeDeletedAtOnce(t *testing.T) {
+	if mode != fleet.ModeAddon {
+		t.Skip("addon mode: in unified mode the hub adds spoke-cleanup up front and must unjoin")
+	}
+	s := newSpoke("never-joined", nil)
+	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace)
+	_, err := spokes.Create(ctx(t), s, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	waitSpoke(t, "never-joined", "hub finalizers", func(u *unstructured.Unstructured) bool {
+		return u != nil && len(u.GetFinalizers()) == 2 && !strings.Contains(strings.Join(u.GetFinalizers(), ","), "spoke-cleanup")
+	})
+	assert.NilError(t, spokes.Delete(ctx(t), "never-joined", metav1.DeleteOptions{}))
+	waitSpoke(t, "never-joined", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+}
+
+// waitManagedClusterGone waits for the ManagedCluster to go: the hub's
+// finalizers hold it a moment after the Spoke went.
+func waitManagedClusterGone(t *testing.T, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return managedCluster(t, name) == nil, nil
+	})
+	assert.NilError(t, err, "ManagedCluster %s gone", name)
+}

@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+)
+
+// agent is the fleetconfig-controller-agent add-on of one spoke: upstream's
+// Spoke controller in its agent role, run here as a goroutine (see the
+// package doc). It works on its cluster's Spoke only, and on the spoke with
+// the credential it was installed with.
+type agent struct {
+	cluster string
+	spoke   kubernetes.Interface
+}
+
+// startInstalledAgents starts the agent of every cluster whose agent
+// add-on work the spoke's work agent has applied, as the agent's pod
+// would start on the spoke.
+func (f *Fleet) startInstalledAgents(ctx context.Context) {
+	works, err := f.dyn.Resource(manifestWorkGVR).List(ctx, metav1.ListOptions{LabelSelector: addOnNameLabel + "=" + AgentAddOn})
+	if err != nil {
+		f.fail(ctx, fmt.Errorf("listing the %s add-on works: %w", AgentAddOn, err))
+		return
+	}
+	for i := range works.Items {
+		w := &works.Items[i]
+		cluster := w.GetNamespace()
+		f.mu.Lock()
+		_, running := f.agents[cluster]
+		kubeconfig := f.installed[cluster]
+		f.mu.Unlock()
+		if running || kubeconfig == nil || w.GetDeletionTimestamp() != nil || !conditionIs(w, "Applied", "True") {
+			continue
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		if err != nil {
+			f.fail(ctx, fmt.Errorf("the %s agent's kubeconfig: %w", cluster, err))
+			continue
+		}
+		cfg.Timeout = 3 * time.Second
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			f.fail(ctx, err)
+			continue
+		}
+		a := &agent{cluster: cluster, spoke: c}
+		f.mu.Lock()
+		f.agents[cluster] = a
+		f.mu.Unlock()
+		go f.runAgent(ctx, a)
+	}
+}
+
+// AgentRunning tells whether the spoke-side agent of cluster runs (its
+// add-on was installed and has not seen its Spoke go).
+func (f *Fleet) AgentRunning(cluster string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.agents[cluster] != nil
+}
+
+// runAgent reconciles the agent's Spoke until it is gone; then the agent,
+// as upstream's does, has nothing left to do.
+func (f *Fleet) runAgent(ctx context.Context, a *agent) {
+	defer func() {
+		f.mu.Lock()
+		delete(f.agents, a.cluster)
+		f.mu.Unlock()
+	}()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	sc := schedule{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.running.Lock()
+		gone := f.agentRound(ctx, a, sc)
+		f.running.Unlock()
+		if gone {
+			return
+		}
+	}
+}
+
+func (f *Fleet) agentRound(ctx context.Context, a *agent, sc schedule) (gone bool) {
+	u, err := f.spokes().Get(ctx, a.cluster, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		f.fail(ctx, fmt.Errorf("agent %s: reading its Spoke: %w", a.cluster, err))
+		return false
+	}
+	if !sc.due(u, time.Now()) {
+		return false
+	}
+	var s spoke
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+		f.fail(ctx, fmt.Errorf("agent %s: reading its Spoke: %w", a.cluster, err))
+		return false
+	}
+	next := f.requeue
+	if f.agentReconcile(ctx, a, &s) {
+		next = tick
+	}
+	sc.after(u, next)
+	return false
+}
+
+// agentReconcile is upstream's reconcile in the agent role: the
+// spoke-cleanup finalizer, the pivot, the klusterlet check (with the
+// default bundle version it needs nothing of the spoke), and on deletion,
+// once the hub's pre-flight is done, the unjoin of its own cluster.
+func (f *Fleet) agentReconcile(ctx context.Context, a *agent, s *spoke) (soon bool) {
+	if s.DeletionTimestamp == nil {
+		if !s.has(finalizerSpokeCleanup) {
+			f.setFinalizers(ctx, s, append(s.Finalizers, finalizerSpokeCleanup))
+			return true
+		}
+		st := newStatus(s)
+		st.set(cond(conditionPivotComplete, metav1.ConditionTrue, metav1.ConditionTrue, conditionPivotComplete))
+		st.set(cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, conditionKlusterletSynced))
+		f.writeStatus(ctx, s, st, st.phase(nil))
+		return false
+	}
+	// The hub removes its pre-flight finalizer when the spoke may unjoin.
+	if s.has(finalizerHubCleanupPreflight) || !s.has(finalizerSpokeCleanup) {
+		return false
+	}
+	if err := f.unjoinWith(ctx, s, a.spoke); err != nil {
+		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
+		return true
+	}
+	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))
+	return false
+}
+
+// unjoinWith is `clusteradm unjoin` with a client of the spoke: the
+// klusterlet agent stops and its hub credential goes. The tests join several
+// clusters through one spoke API server, so it removes this agent's hub
+// credential rather than the shared agent namespace upstream deletes.
+func (f *Fleet) unjoinWith(ctx context.Context, s *spoke, c kubernetes.Interface) error {
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("failed to unjoin spoke cluster: %w", err)
+	}
+	f.hub.StopAgent(s.Name)
+	err := c.CoreV1().Secrets(harness.AgentNamespace).Delete(ctx, "hub-kubeconfig-"+s.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to unjoin spoke cluster: %w", err)
+	}
+	return nil
+}
