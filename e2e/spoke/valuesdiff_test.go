@@ -44,13 +44,16 @@ const driftEntries = `
     ociRegistry: {endpoint: "oci://registry.lab.example/mural"}
 `
 
-// createSpoke creates a Spoke in ns as the chart (or a hand, or a Compute
+// createDriftSpoke creates a Spoke in ns as the chart (or a hand, or a Compute
 // Pool) would have made it.
-func createSpoke(t *testing.T, ns, name, spec string, labels, annotations map[string]string, finalizers ...string) {
+func createDriftSpoke(t *testing.T, ns, name, spec string, labels, annotations map[string]string, finalizers ...string) {
 	t.Helper()
 	var s map[string]any
 	assert.NilError(t, yaml.Unmarshal([]byte(spec), &s))
 	s["hubRef"] = map[string]any{"name": "hub", "namespace": ns}
+	if _, set := s["addOns"]; !set && agentAddOns() != nil {
+		s["addOns"] = agentAddOns() // the webhook's rule in addon mode
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke", "spec": s}}
 	u.SetName(name)
 	u.SetNamespace(ns)
@@ -79,15 +82,15 @@ func TestValuesDiffEachKindOfDrift(t *testing.T) {
 	helm := map[string]string{"meta.helm.sh/release-name": "mural", "meta.helm.sh/release-namespace": ns}
 	keep := map[string]string{"meta.helm.sh/release-name": "mural", "meta.helm.sh/release-namespace": ns, "helm.sh/resource-policy": "keep"}
 	byHelm := map[string]string{"app.kubernetes.io/managed-by": "Helm"}
-	createSpoke(t, ns, "in-step", `{kubeconfig: {secretReference: {name: in-step-kubeconfig, kubeconfigKey: kubeconfig}}, klusterlet: {mode: Default},
+	createDriftSpoke(t, ns, "in-step", `{kubeconfig: {secretReference: {name: in-step-kubeconfig, kubeconfigKey: kubeconfig}}, klusterlet: {mode: Default},
 		cleanupConfig: {purgeKlusterletOperator: true, purgeKubeconfigSecret: false, purgeAgentNamespace: false, forceClusterDrain: true}}`, byHelm, keep)
-	createSpoke(t, ns, "fields", `{kubeconfig: {secretReference: {name: fields-kubeconfig}}, klusterlet: {mode: Default}, logVerbosity: 4}`, byHelm, keep)
-	createSpoke(t, ns, "no-oci", `{kubeconfig: {secretReference: {name: no-oci-kubeconfig}}}`, byHelm, keep)
-	createSpoke(t, ns, "deleting", `{kubeconfig: {secretReference: {name: deleting-kubeconfig}}}`, byHelm, keep, testFinalizer)
-	createSpoke(t, ns, "kept", `{kubeconfig: {secretReference: {name: kept-kubeconfig}}}`, byHelm, keep)
-	createSpoke(t, ns, "deleted-by-upgrade", `{kubeconfig: {secretReference: {name: x-kubeconfig}}}`, byHelm, helm)
-	createSpoke(t, ns, "by-hand", `{kubeconfig: {secretReference: {name: by-hand-kubeconfig}}}`, nil, nil)
-	createSpoke(t, ns, "pool-a-1", `{kubeconfig: {secretReference: {name: pool-a-1-kubeconfig}}}`, map[string]string{fleetconfig.ComputePoolLabel: "pool-a"}, nil)
+	createDriftSpoke(t, ns, "fields", `{kubeconfig: {secretReference: {name: fields-kubeconfig}}, klusterlet: {mode: Default}, logVerbosity: 4}`, byHelm, keep)
+	createDriftSpoke(t, ns, "no-oci", `{kubeconfig: {secretReference: {name: no-oci-kubeconfig}}}`, byHelm, keep)
+	createDriftSpoke(t, ns, "deleting", `{kubeconfig: {secretReference: {name: deleting-kubeconfig}}}`, byHelm, keep, testFinalizer)
+	createDriftSpoke(t, ns, "kept", `{kubeconfig: {secretReference: {name: kept-kubeconfig}}}`, byHelm, keep)
+	createDriftSpoke(t, ns, "deleted-by-upgrade", `{kubeconfig: {secretReference: {name: x-kubeconfig}}}`, byHelm, helm)
+	createDriftSpoke(t, ns, "by-hand", `{kubeconfig: {secretReference: {name: by-hand-kubeconfig}}}`, nil, nil)
+	createDriftSpoke(t, ns, "pool-a-1", `{kubeconfig: {secretReference: {name: pool-a-1-kubeconfig}}}`, map[string]string{fleetconfig.ComputePoolLabel: "pool-a"}, nil)
 	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(ns)
 	assert.NilError(t, spokes.Delete(ctx(t), "deleting", metav1.DeleteOptions{}))
 	t.Cleanup(func() {
@@ -157,7 +160,7 @@ func TestValuesDiffEachKindOfDrift(t *testing.T) {
 	// In step: only in-step's entry, in a namespace with only its Spoke.
 	const okNS = "values-diff-ok"
 	driftNamespace(t, okNS)
-	createSpoke(t, okNS, "in-step", `{kubeconfig: {secretReference: {name: in-step-kubeconfig, kubeconfigKey: kubeconfig}}, klusterlet: {mode: Default},
+	createDriftSpoke(t, okNS, "in-step", `{kubeconfig: {secretReference: {name: in-step-kubeconfig, kubeconfigKey: kubeconfig}}, klusterlet: {mode: Default},
 		cleanupConfig: {purgeKlusterletOperator: true, purgeKubeconfigSecret: false, purgeAgentNamespace: false, forceClusterDrain: true}}`, byHelm, keep)
 	inStep := writeFile(t, "in-step.yaml", "fleetConfig:\n  spokes:"+driftEntries[:strings.Index(driftEntries, "  - name: fields")])
 	r = spoke(t, "values-diff", "-n", okNS, "--values", inStep)
