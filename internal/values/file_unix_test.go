@@ -14,13 +14,17 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
+// A shared values file keeps its group and setgid bit across the atomic
+// rewrite. Any user may give a file to a group it is in, so this runs
+// without root; root also gives it away to another owner.
 func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("giving a file away to another owner needs root")
+	uid, gid := os.Geteuid(), otherGroup(t)
+	if uid == 0 {
+		uid = 4321
 	}
 	path := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(path, []byte("a: 1\n"), 0o644))
-	assert.NilError(t, os.Chown(path, 4321, 8765))
+	assert.NilError(t, os.Chown(path, uid, gid))
 	assert.NilError(t, os.Chmod(path, 0o664|os.ModeSetgid))
 
 	f, err := Read(path, HelmValues)
@@ -30,9 +34,26 @@ func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
 	info, err := os.Stat(path)
 	assert.NilError(t, err)
 	st := info.Sys().(*syscall.Stat_t)
-	assert.Check(t, is.Equal(st.Uid, uint32(4321)))
-	assert.Check(t, is.Equal(st.Gid, uint32(8765)))
+	assert.Check(t, is.Equal(st.Uid, uint32(uid)))
+	assert.Check(t, is.Equal(st.Gid, uint32(gid)), "the group of the file it replaced")
 	assert.Check(t, is.Equal(info.Mode()&(os.ModePerm|os.ModeSetgid), 0o664|os.ModeSetgid))
+}
+
+// otherGroup is a group the test may give a file to that a new file would
+// not get anyway: any one for root, else a supplementary group of the user.
+func otherGroup(t *testing.T) int {
+	if os.Geteuid() == 0 {
+		return 8765
+	}
+	groups, err := os.Getgroups()
+	assert.NilError(t, err)
+	for _, g := range groups {
+		if g != os.Getegid() {
+			return g
+		}
+	}
+	t.Skip("the user is in no group but its own, so no file can be given to another")
+	return 0
 }
 
 // A values file is read as any local file: a FIFO is refused at once (it
