@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -91,8 +90,10 @@ func BenchmarkDrain(b *testing.B) {
 	for _, s := range []drainShape{{nodes: 4, maxConcurrent: 4}, {nodes: 16, guarded: 10, maxConcurrent: 8}} {
 		b.Run(fmt.Sprintf("%dnodes", s.nodes), func(b *testing.B) {
 			n := pairs
-			if v, err := strconv.Atoi(os.Getenv("SPOKEKIT_BENCH_PAIRS_16")); err == nil && v > 0 && s.nodes == 16 {
-				n = v
+			if s.nodes == 16 {
+				var err error
+				n, err = pairsFrom("SPOKEKIT_BENCH_PAIRS_16", pairs)
+				assert.NilError(b, err)
 			}
 			var ours, theirs []Usage
 			var ourLow, theirLow []float64

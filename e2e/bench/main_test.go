@@ -29,12 +29,32 @@ import (
 
 var env *harness.Env
 
+// minPairs is the fewest runs of each side a ratio is worth reporting from:
+// fewer, and one slow run decides the median.
+const minPairs = 5
+
 // pairs is how many times each side of a comparison runs (SPOKEKIT_BENCH_PAIRS).
-var pairs = 5
+var pairs = minPairs
+
+// pairsFrom reads a count of pairs from the environment variable name: at
+// least minPairs, def when unset.
+func pairsFrom(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minPairs {
+		return 0, fmt.Errorf("%s=%q: want a whole number of at least %d pairs", name, v, minPairs)
+	}
+	return n, nil
+}
 
 func TestMain(m *testing.M) {
-	if n, err := strconv.Atoi(os.Getenv("SPOKEKIT_BENCH_PAIRS")); err == nil && n > 0 {
-		pairs = n
+	var err error
+	if pairs, err = pairsFrom("SPOKEKIT_BENCH_PAIRS", minPairs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
 	code := harness.Main(m, func(_, _ context.Context, e *harness.Env) (func(), error) {
 		env = e

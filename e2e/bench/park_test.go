@@ -95,6 +95,9 @@ func BenchmarkPark(b *testing.B) {
 		}))
 		theirs = append(theirs, u)
 	})
+	for i, w := range ourWrites {
+		assert.Check(b, w == 1, "park run %d wrote %v times, want its one JSON patch", i+1, w)
+	}
 	add("park cluster, 10 worker pools / one kubectl patch per pool", "writes", ourWrites, theirWrites, "exactly 1")
 	add("park cluster, 10 worker pools / one kubectl patch per pool", "s", seconds(ours), seconds(theirs), "-")
 }
