@@ -20,6 +20,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -118,19 +119,26 @@ func signedCert(t testing.TB, c *harness.Cluster, user string, notAfter time.Tim
 func spokeObject(t testing.TB, name string) *unstructured.Unstructured {
 	t.Helper()
 	u, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace).Get(ctx(t), name, metav1.GetOptions{})
-	if err != nil {
+	return presentOrAbsent(t, u, err)
+}
+
+// presentOrAbsent is u, or nil when the read found nothing; any other error
+// fails the test, so that a hub that does not answer never passes for a
+// Spoke or ManagedCluster that has gone.
+func presentOrAbsent(t testing.TB, u *unstructured.Unstructured, err error) *unstructured.Unstructured {
+	t.Helper()
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	assert.NilError(t, err)
 	return u
 }
 
+// managedCluster reads a ManagedCluster; nil when absent.
 func managedCluster(t testing.TB, name string) *unstructured.Unstructured {
 	t.Helper()
 	u, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t), name, metav1.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	return u
+	return presentOrAbsent(t, u, err)
 }
 
 // spokeWrites counts the plugin's write requests to one object of the
