@@ -143,6 +143,8 @@ func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 			assert.Check(t, !left && decided(t, c, "conformance", p.name, "spoke-b"), "%s: predicted to stay, but it left", p.name)
 		case "now":
 			assert.Check(t, left && !decided(t, c, "conformance", p.name, "spoke-b"), "%s: predicted to move, but it stayed", p.name)
+			// At once: before any toleration of 30 s could have run out.
+			assert.Check(t, !left || gone[p.name].Before(added.Add(29*time.Second)), "%s: predicted to move at once after %s, left at %s", p.name, added, gone[p.name])
 		case "30s":
 			assert.Check(t, left && !decided(t, c, "conformance", p.name, "spoke-b"), "%s: predicted to move, but it stayed", p.name)
 			// timeAdded has whole seconds: allow for the one it drops.

@@ -37,8 +37,17 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	addAndJoin(t, "blocked", spoke2, "--force-cluster-drain=false")
 	writes := spokeWrites(t, "spokes", "blocked")
 	createWork(t, "blocked", "hand-made", nil)
+	// An add-on's work, owned by a ManagedClusterAddOn that exists, so the
+	// garbage collector keeps it while remove looks.
+	addon := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ocm.ManagedClusterAddOnResource.GroupVersion().String(), "kind": ocm.ManagedClusterAddOnKind,
+		"metadata": map[string]any{"name": "e2e-addon", "namespace": "blocked"},
+		"spec":     map[string]any{},
+	}}
+	addon, err := hub.Dynamic.Resource(ocm.ManagedClusterAddOnResource).Namespace("blocked").Create(ctx(t), addon, metav1.CreateOptions{})
+	assert.NilError(t, err)
 	createWork(t, "blocked", "from-addon", func(u *unstructured.Unstructured) {
-		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "addon.open-cluster-management.io/v1alpha1", Kind: "ManagedClusterAddOn", Name: "x", UID: "1"}})
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: addon.GetAPIVersion(), Kind: addon.GetKind(), Name: addon.GetName(), UID: addon.GetUID()}})
 	})
 	createWork(t, "blocked", "from-placement", func(u *unstructured.Unstructured) {
 		u.SetLabels(map[string]string{ocm.PlacementLabel: "spokes"})
@@ -57,6 +66,12 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "ManifestWorks that no placement or add-on owns"), r)
 	assert.Check(t, is.Contains(r.Stderr, "hand-made"), r)
 	assert.Check(t, !strings.Contains(r.Stderr, "from-addon") && !strings.Contains(r.Stderr, "from-placement"), r)
+	_, err = hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("blocked").Get(ctx(t), "from-addon", metav1.GetOptions{})
+	assert.NilError(t, err, "the add-on's work was there when remove looked past it")
+	// The add-on goes as `clusteradm addon disable` takes it: the garbage
+	// collector deletes its work (upstream's hub cleanup would wait for it).
+	assert.NilError(t, hub.Dynamic.Resource(ocm.ManagedClusterAddOnResource).Namespace("blocked").Delete(ctx(t), "e2e-addon", metav1.DeleteOptions{}))
+	waitGone(t, "blocked", "from-addon")
 	assert.Check(t, is.Contains(r.Stderr, "kubectl delete manifestwork -n blocked hand-made"), r)
 	s := spokeObject(t, "blocked")
 	assert.Assert(t, s != nil && s.GetDeletionTimestamp() == nil, "the Spoke is not deleted")
@@ -82,7 +97,7 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stdout, "gone"), r)
 	assert.Check(t, spokeObject(t, "blocked") == nil)
 	assert.Check(t, managedCluster(t, "blocked") == nil)
-	_, err := hub.Kube.CoreV1().Namespaces().Get(ctx(t), "blocked", metav1.GetOptions{})
+	_, err = hub.Kube.CoreV1().Namespaces().Get(ctx(t), "blocked", metav1.GetOptions{})
 	assert.Check(t, err != nil, "the cluster namespace is gone")
 
 	r = spoke(t, "remove", "blocked", "--wait")

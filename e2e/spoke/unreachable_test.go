@@ -25,9 +25,15 @@ import (
 
 func deleteWork(t *testing.T, cluster, name string) {
 	t.Helper()
+	assert.NilError(t, hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Delete(ctx(t), name, metav1.DeleteOptions{}))
+	waitGone(t, cluster, name)
+}
+
+// waitGone waits until a deleted ManifestWork has gone: the work agent's
+// finalizer keeps it until the agent has cleaned up.
+func waitGone(t *testing.T, cluster, name string) {
+	t.Helper()
 	works := hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster)
-	assert.NilError(t, works.Delete(ctx(t), name, metav1.DeleteOptions{}))
-	// The work agent's finalizer keeps it until the agent has cleaned up.
 	err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := works.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
