@@ -9,8 +9,10 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -42,6 +44,17 @@ func secretReference(t *testing.T, name string) string {
 	t.Helper()
 	ref, _, _ := unstructured.NestedString(spokeObject(t, name).Object, "spec", "kubeconfig", "secretReference", "name")
 	return ref
+}
+
+// clientCert is the client certificate of a kubeconfig's current user.
+func clientCert(t *testing.T, kubeconfig []byte) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	assert.NilError(t, err)
+	assert.Assert(t, cfg.Contexts[cfg.CurrentContext] != nil, "a current context")
+	cert := currentUser(cfg).ClientCertificateData
+	assert.Assert(t, len(cert) > 0, "a client certificate")
+	return cert
 }
 
 func TestFaultAddSecretWriteFails(t *testing.T) {
@@ -79,6 +92,8 @@ func TestFaultAddSpokeAnswerLost(t *testing.T) {
 	assert.Check(t, secretExists(t, "fault-spoke"))
 	assert.Equal(t, entries(t, values, "fault-spoke"), 1)
 	edited := readFile(t, values)
+	created := spokeObject(t, "fault-spoke")
+	assert.Assert(t, created != nil, "the API server made the Spoke whose answer was lost")
 
 	r = spoke(t, args...)
 	assert.Equal(t, r.ExitCode, 0, r)
@@ -86,6 +101,7 @@ func TestFaultAddSpokeAnswerLost(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stdout, "already there"), r)
 	assert.Equal(t, readFile(t, values), edited, "no second entry")
 	assert.Equal(t, secretReference(t, "fault-spoke"), "fault-spoke-kubeconfig")
+	assert.Equal(t, spokeObject(t, "fault-spoke").GetUID(), created.GetUID(), "the Spoke is the one made the first time")
 }
 
 func TestFaultRemoveAnswerLost(t *testing.T) {
@@ -105,6 +121,8 @@ func TestFaultRemoveAnswerLost(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "deleting Spoke mural-system/fault-remove"), r)
 	assert.Check(t, is.Contains(r.Stderr, "the values entry was not removed: run the same command again"), r)
 	assert.Equal(t, entries(t, values, "fault-remove"), 1)
+	s := spokeObject(t, "fault-remove")
+	assert.Check(t, s == nil || s.GetDeletionTimestamp() != nil, "the delete whose answer was lost reached the hub")
 
 	r = spoke(t, args...)
 	assert.Equal(t, r.ExitCode, 0, r)
@@ -119,20 +137,23 @@ func TestFaultRotateIntoNewSecret(t *testing.T) {
 	// rotation's guarded patch.
 	addAndJoin(t, "fault-rotate", spoke1)
 	viaFault := throughFault(t, &harness.Fault{Method: "PATCH", PathContains: "/spokes/fault-rotate", Action: harness.Unavailable})
-	args := []string{"rotate-kubeconfig", "fault-rotate", "--secret", "fault-rotate-2027",
-		"--spoke-kubeconfig", writeKubeconfig(t, signedCert(t, spoke1, "rotated", time.Now().Add(2*365*24*time.Hour)))}
+	rotated := writeKubeconfig(t, signedCert(t, spoke1, "rotated", time.Now().Add(2*365*24*time.Hour)))
+	args := []string{"rotate-kubeconfig", "fault-rotate", "--secret", "fault-rotate-2027", "--spoke-kubeconfig", rotated}
+	old := secretKubeconfig(t, "fault-rotate-kubeconfig")
 
 	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)
 	assert.Check(t, is.Contains(r.Stderr, "pointing Spoke fault-rotate at secret fault-rotate-2027"), r)
 	assert.Check(t, is.Contains(r.Stderr, "the secret was written, the Spoke still uses the old one: run this again"), r)
 	assert.Equal(t, secretReference(t, "fault-rotate"), "fault-rotate-kubeconfig")
-	assert.Check(t, secretExists(t, "fault-rotate"), "the old secret stays")
+	assert.Check(t, is.DeepEqual(secretKubeconfig(t, "fault-rotate-kubeconfig"), old), "the old secret stays as it was")
+	assert.Check(t, is.DeepEqual(clientCert(t, secretKubeconfig(t, "fault-rotate-2027")), clientCert(t, []byte(readFile(t, rotated)))), "the new secret holds the new credential")
 
 	r = spoke(t, args...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "Spoke points at it"), r)
 	assert.Equal(t, secretReference(t, "fault-rotate"), "fault-rotate-2027")
+	assert.Check(t, is.DeepEqual(clientCert(t, secretKubeconfig(t, "fault-rotate-2027")), clientCert(t, []byte(readFile(t, rotated)))))
 }
 
 func TestFaultForceRemoveDeleteFails(t *testing.T) {
@@ -156,5 +177,5 @@ func TestFaultForceRemoveDeleteFails(t *testing.T) {
 	assert.Check(t, spokeObject(t, "fault-force") == nil)
 	assert.Check(t, managedCluster(t, "fault-force") == nil)
 	_, err := hub.Kube.CoreV1().Namespaces().Get(ctx(t), "fault-force", metav1.GetOptions{})
-	assert.Check(t, err != nil, "the cluster namespace is gone")
+	assert.Check(t, apierrors.IsNotFound(err), "the cluster namespace is gone: %v", err)
 }

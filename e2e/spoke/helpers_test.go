@@ -192,8 +192,19 @@ func waitAvailable(t testing.TB, names ...string) {
 // secretExists tells whether the spoke's kubeconfig secret exists.
 func secretExists(t testing.TB, name string) bool {
 	t.Helper()
-	_, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), name+"-kubeconfig", metav1.GetOptions{})
-	return err == nil
+	return secretKubeconfig(t, name+"-kubeconfig") != nil
+}
+
+// secretKubeconfig is the kubeconfig a Secret of the release namespace
+// holds; nil when there is no such Secret (any other error fails the test).
+func secretKubeconfig(t testing.TB, secret string) []byte {
+	t.Helper()
+	s, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), secret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	assert.NilError(t, err)
+	return s.Data["kubeconfig"]
 }
 
 // valuesFile is a values file of the release with comments and quoting a

@@ -8,6 +8,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -98,7 +99,7 @@ func TestRemoveBlockedByManifestWorkThenAllowed(t *testing.T) {
 	assert.Check(t, spokeObject(t, "blocked") == nil)
 	assert.Check(t, managedCluster(t, "blocked") == nil)
 	_, err = hub.Kube.CoreV1().Namespaces().Get(ctx(t), "blocked", metav1.GetOptions{})
-	assert.Check(t, err != nil, "the cluster namespace is gone")
+	assert.Check(t, apierrors.IsNotFound(err), "the cluster namespace is gone: %v", err)
 
 	r = spoke(t, "remove", "blocked", "--wait")
 	assert.Equal(t, r.ExitCode, 0, "removing again is a no-op: %s", r)

@@ -60,10 +60,7 @@ func TestRotateIntoNewSecretRepointsTheValuesEntry(t *testing.T) {
 	addAndJoin(t, "repointed", spoke1, "--values", values)
 	added := readFile(t, values)
 	rotated := writeKubeconfig(t, signedCert(t, spoke1, "repointed", time.Now().Add(2*365*24*time.Hour)))
-	secretThere := func(name string) bool {
-		_, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), name, metav1.GetOptions{})
-		return err == nil
-	}
+	secretThere := func(name string) bool { return secretKubeconfig(t, name) != nil }
 
 	t.Run("a file without the spoke's entry is refused before any write", func(t *testing.T) {
 		other := writeFile(t, "other.yaml", valuesFile)
