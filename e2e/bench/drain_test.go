@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
@@ -38,37 +39,13 @@ const (
 // pool is a namespace with the shape's Deployments (spread evenly over the
 // pool's nodes) and, with guarded pods, their budget.
 func pool(ns string, s drainShape) string {
-	deploy := func(name string, replicas int) string {
-		return fmt.Sprintf(`
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[2]s, namespace: %[1]s}
-spec:
-  replicas: %[3]d
-  selector: {matchLabels: {app: %[2]s}}
-  template:
-    metadata: {labels: {app: %[2]s}}
-    spec:
-      nodeSelector: {pool: %[1]s}
-      topologySpreadConstraints:
-      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, nodeTaintsPolicy: Honor, labelSelector: {matchLabels: {app: %[2]s}}}
-      containers: [{name: app, image: nginx}]
-`, ns, name, replicas)
-	}
-	y := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns) + deploy("load", (podsPerNode-s.guarded)*s.nodes)
+	docs := []string{fixture.Namespace(ns), fixture.Workload{Namespace: ns, Name: "load", Replicas: (podsPerNode - s.guarded) * s.nodes, Pool: ns, Spread: true}.YAML()}
 	if s.guarded > 0 {
-		y += deploy("guarded", s.guarded*s.nodes) + fmt.Sprintf(`
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: guarded, namespace: %s}
-spec:
-  maxUnavailable: %d
-  selector: {matchLabels: {app: guarded}}
-`, ns, budgetUnavailable)
+		docs = append(docs,
+			fixture.Workload{Namespace: ns, Name: "guarded", Replicas: s.guarded * s.nodes, Pool: ns, Spread: true}.YAML(),
+			fixture.Budget(ns, "guarded", "guarded", fmt.Sprintf("maxUnavailable: %d", budgetUnavailable)))
 	}
-	return y
+	return fixture.Docs(docs...)
 }
 
 // BenchmarkDrain compares `fleetdrain node` with `kubectl drain` run on the

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/spokekit/spokekit/e2e/fixture"
 )
 
 // demoNode is a kwok node (kwok's controller plays its kubelet) backed by a
@@ -16,41 +18,14 @@ metadata:
   annotations: {kwok.x-k8s.io/node: fake, cluster.x-k8s.io/machine: app-md-0-%[1]s}
 `
 
-const demoShop = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      nodeSelector: {pool: demo}
-      containers: [{name: web, image: nginx}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: web, namespace: shop}
-spec:
-  minAvailable: 5
-  selector: {matchLabels: {app: web}}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: log-agent, namespace: shop}
-spec:
-  selector: {matchLabels: {app: log-agent}}
-  template:
-    metadata: {labels: {app: log-agent}}
-    spec:
-      nodeSelector: {pool: demo}
-      containers: [{name: agent, image: busybox}]
-`
+// demoShop is a web Deployment under a budget that lets one pod go at a
+// time, and a DaemonSet the drain leaves alone.
+var demoShop = fixture.Docs(
+	fixture.Namespace("shop"),
+	fixture.Workload{Namespace: "shop", Name: "web", Replicas: 6, Pool: "demo"}.YAML(),
+	fixture.Budget("shop", "web", "web", "minAvailable: 5"),
+	fixture.Workload{Kind: "DaemonSet", Namespace: "shop", Name: "log-agent", Pool: "demo", Image: "busybox"}.YAML(),
+)
 
 // demoFleet binds the default cluster set (every joined cluster) to apps,
 // where a placement drops drained clusters and one tolerates every taint,

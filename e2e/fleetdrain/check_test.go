@@ -10,88 +10,22 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/e2e/fixture"
 )
 
 // checkWorkloads has one workload of each kind of finding on pool check
 // (a local PersistentVolume on check-1), and a DaemonSet, whose pods check
 // leaves out.
-const checkWorkloads = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: check}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: guarded, namespace: check}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: guarded}}
-  template:
-    metadata: {labels: {app: guarded}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: nginx}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: strict, namespace: check}
-spec:
-  minAvailable: 2
-  selector: {matchLabels: {app: guarded}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: solo, namespace: check}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: solo}}
-  template:
-    metadata: {labels: {app: solo}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: nginx}]
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: members, namespace: check}
-spec:
-  replicas: 3
-  serviceName: members
-  podManagementPolicy: Parallel
-  selector: {matchLabels: {app: members}}
-  template:
-    metadata: {labels: {app: members}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: example.com/members}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cache, namespace: check}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: cache}}
-  template:
-    metadata: {labels: {app: cache}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: nginx, volumeMounts: [{name: tmp, mountPath: /tmp}]}]
-      volumes: [{name: tmp, emptyDir: {}}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: logs, namespace: check}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: logs}}
-  template:
-    metadata: {labels: {app: logs}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: nginx, volumeMounts: [{name: host, mountPath: /data}]}]
-      volumes: [{name: host, hostPath: {path: /var/lib/logs}}]
----
-apiVersion: v1
+var checkWorkloads = fixture.Docs(
+	fixture.Namespace("check"),
+	fixture.Workload{Namespace: "check", Name: "guarded", Replicas: 2, Pool: "check"}.YAML(),
+	fixture.Budget("check", "strict", "guarded", "minAvailable: 2"),
+	fixture.Workload{Namespace: "check", Name: "solo", Replicas: 1, Pool: "check"}.YAML(),
+	fixture.Workload{Kind: "StatefulSet", Namespace: "check", Name: "members", Replicas: 3, Pool: "check", Image: "example.com/members", Parallel: true}.YAML(),
+	fixture.Workload{Namespace: "check", Name: "cache", Replicas: 2, Pool: "check", Volume: "emptyDir: {}"}.YAML(),
+	fixture.Workload{Namespace: "check", Name: "logs", Replicas: 2, Pool: "check", Volume: "hostPath: {path: /var/lib/logs}"}.YAML(),
+	`apiVersion: v1
 kind: PersistentVolume
 metadata: {name: check-local}
 spec:
@@ -110,40 +44,11 @@ spec:
   accessModes: [ReadWriteOnce]
   storageClassName: check-local
   volumeName: check-local
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ledger, namespace: check}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: ledger}}
-  template:
-    metadata: {labels: {app: ledger}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: nginx, volumeMounts: [{name: data, mountPath: /data}]}]
-      volumes: [{name: data, persistentVolumeClaim: {claimName: ledger}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: lonely, namespace: check, labels: {app: lonely}}
-spec:
-  nodeSelector: {pool: check}
-  containers: [{name: c, image: busybox}]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: check}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      nodeSelector: {pool: check}
-      containers: [{name: c, image: busybox, volumeMounts: [{name: host, mountPath: /host}]}]
-      volumes: [{name: host, hostPath: {path: /}}]
-`
+  resources: {requests: {storage: 1Gi}}`,
+	fixture.Workload{Namespace: "check", Name: "ledger", Replicas: 2, Pool: "check", Volume: "persistentVolumeClaim: {claimName: ledger}"}.YAML(),
+	fixture.Pod("check", "lonely", "check"),
+	fixture.Workload{Kind: "DaemonSet", Namespace: "check", Name: "agent", Pool: "check", Image: "busybox", Volume: "hostPath: {path: /}"}.YAML(),
+)
 
 // checkReport is the part of check's -o json report the test reads.
 type checkReport struct {

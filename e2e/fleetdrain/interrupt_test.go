@@ -3,7 +3,6 @@
 package fleetdrain
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 )
@@ -51,8 +51,7 @@ func TestInterruptedDrain(t *testing.T) {
 	addNodes(t, c, "intr", "intr-1", "intr-2", "intr-3")
 	// Both pods of the budget on intr-1: its drain waits on the budget, and
 	// with one drain at a time intr-2 and intr-3 have not started then.
-	quorum := strings.ReplaceAll(strings.ReplaceAll(quorumBudget, "pdb", "intr"), "{pool: intr}", "{kubernetes.io/hostname: intr-1}")
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), quorum))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), quorum("intr", fixture.Workload{Node: "intr-1"})))
 	waitPods(t, c, "intr", "app=quorum", "2 quorum pods ready on intr-1", func(r map[string]int) bool { return r["intr-1"] == 2 })
 	waitBudget(t, c, "intr", "quorum", 0)
 	r := kubectl(t, c, "cordon", "intr-3") // someone else's cordon

@@ -5,7 +5,6 @@ package fleetdrain
 import (
 	"encoding/json"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
@@ -114,35 +114,16 @@ func TestDrainOneNode(t *testing.T) {
 	})
 }
 
-const quorumBudget = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: pdb}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: quorum, namespace: pdb}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: quorum}}
-  template:
-    metadata: {labels: {app: quorum}}
-    spec:
-      nodeSelector: {pool: pdb}
-      containers: [{name: q, image: etcd}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: quorum, namespace: pdb}
-spec:
-  minAvailable: 2
-  selector: {matchLabels: {app: quorum}}
-`
+// quorum is two pods on one node or pool whose budget lets none go.
+func quorum(ns string, w fixture.Workload) string {
+	w.Namespace, w.Name, w.Replicas, w.Image = ns, "quorum", 2, "etcd"
+	return fixture.Docs(fixture.Namespace(ns), w.YAML(), fixture.Budget(ns, "quorum", "quorum", "minAvailable: 2"))
+}
 
 func TestBudgetWithNoDisruptionStopsTheDrain(t *testing.T) {
 	c := tenant.get(t)
 	addNodes(t, c, "pdb", "pdb-1")
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), quorumBudget))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), quorum("pdb", fixture.Workload{Pool: "pdb"})))
 	waitPods(t, c, "pdb", "app=quorum", "2 quorum pods ready", func(r map[string]int) bool { return r["pdb-1"] == 2 })
 	waitBudget(t, c, "pdb", "quorum", 0)
 	addNodes(t, c, "pdb", "pdb-2")
@@ -178,18 +159,7 @@ func TestBudgetWithNoDisruptionStopsTheDrain(t *testing.T) {
 func TestRefusedBeforeAnyChange(t *testing.T) {
 	c := tenant.get(t)
 	addNodes(t, c, "bare", "bare-1")
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
-apiVersion: v1
-kind: Namespace
-metadata: {name: bare}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: lonely, namespace: bare, labels: {app: lonely}}
-spec:
-  nodeSelector: {pool: bare}
-  containers: [{name: c, image: busybox}]
-`))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Namespace("bare"), fixture.Pod("bare", "lonely", "bare"))))
 	waitPods(t, c, "bare", "app=lonely", "the bare pod ready", func(r map[string]int) bool { return r["bare-1"] == 1 })
 
 	unchanged := func(t *testing.T) {
@@ -237,42 +207,14 @@ spec:
 
 // spreadBudget is a Deployment over a pool with a budget that lets one pod
 // go at a time, and a Deployment with no budget.
-const spreadBudget = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api, namespace: %[1]s}
-spec:
-  replicas: 8
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      nodeSelector: {pool: %[1]s}
-      containers: [{name: api, image: nginx}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: api, namespace: %[1]s}
-spec:
-  minAvailable: 7
-  selector: {matchLabels: {app: api}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: batch, namespace: %[1]s}
-spec:
-  replicas: 12
-  selector: {matchLabels: {app: batch}}
-  template:
-    metadata: {labels: {app: batch}}
-    spec:
-      nodeSelector: {pool: %[1]s}
-      containers: [{name: batch, image: busybox}]
-`
+func spreadBudget(pool string) string {
+	return fixture.Docs(
+		fixture.Namespace(pool),
+		fixture.Workload{Namespace: pool, Name: "api", Replicas: 8, Pool: pool}.YAML(),
+		fixture.Budget(pool, "api", "api", "minAvailable: 7"),
+		fixture.Workload{Namespace: pool, Name: "batch", Replicas: 12, Pool: pool, Image: "busybox"}.YAML(),
+	)
+}
 
 // minReady follows the Ready pods of a selector and records the lowest count seen.
 type minReady struct {
@@ -309,7 +251,7 @@ func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 			nodes[p] = append(nodes[p], p+"-"+string(rune('0'+i)))
 		}
 		addNodes(t, c, p, nodes[p]...)
-		assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), strings.ReplaceAll(spreadBudget, "%[1]s", p)))
+		assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), spreadBudget(p)))
 	}
 	for _, p := range pools {
 		waitPods(t, c, p, "", "20 pods ready in "+p, func(r map[string]int) bool { return total(r) == 20 })

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
@@ -53,47 +54,12 @@ func addNodes(t testing.TB, c *harness.Cluster, pool string, names ...string) {
 // workload is a namespace with a Deployment, a StatefulSet and a DaemonSet
 // pinned to one pool of nodes.
 func workload(ns, pool string, deployReplicas, stsReplicas int) string {
-	return fmt.Sprintf(`
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: %[1]s}
-spec:
-  replicas: %[3]d
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      nodeSelector: {pool: %[2]s}
-      containers: [{name: web, image: nginx}]
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: %[1]s}
-spec:
-  replicas: %[4]d
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      nodeSelector: {pool: %[2]s}
-      containers: [{name: db, image: postgres}]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: %[1]s}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      nodeSelector: {pool: %[2]s}
-      containers: [{name: agent, image: busybox}]
-`, ns, pool, deployReplicas, stsReplicas)
+	return fixture.Docs(
+		fixture.Namespace(ns),
+		fixture.Workload{Namespace: ns, Name: "web", Replicas: deployReplicas, Pool: pool}.YAML(),
+		fixture.Workload{Kind: "StatefulSet", Namespace: ns, Name: "db", Replicas: stsReplicas, Pool: pool, Image: "postgres"}.YAML(),
+		fixture.Workload{Kind: "DaemonSet", Namespace: ns, Name: "agent", Pool: pool, Image: "busybox"}.YAML(),
+	)
 }
 
 // readyPods counts the pods that are Ready and not terminating, per node.
