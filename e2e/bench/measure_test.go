@@ -89,11 +89,7 @@ func megabytes(us []Usage) []float64 {
 	return out
 }
 
-func ctx(b *testing.B, d time.Duration) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), d)
-	b.Cleanup(cancel)
-	return c
-}
+func ctx(b *testing.B, d time.Duration) context.Context { return harness.Context(b, d) }
 
 var plugins = []string{"spoke", "fleetdrain", "park"}
 

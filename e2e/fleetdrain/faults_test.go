@@ -28,8 +28,7 @@ func throughFault(t *testing.T, c *harness.Cluster, f *harness.Fault) func(args 
 	p := c.WithFault(ctx(t, 5*time.Minute), t, f)
 	return func(args ...string) harness.Result {
 		t.Helper()
-		r, err := p.For(t.TempDir()).Kubectl(ctx(t, 5*time.Minute), args...)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, p.For(t.TempDir()), args...)
 		return r
 	}
 }

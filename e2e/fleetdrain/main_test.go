@@ -146,15 +146,9 @@ spec:
 	return f
 }
 
-func ctx(t testing.TB, d time.Duration) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB, d time.Duration) context.Context { return harness.Context(t, d) }
 
 func kubectl(t testing.TB, c *harness.Cluster, args ...string) harness.Result {
 	t.Helper()
-	r, err := c.For(t.TempDir()).Kubectl(ctx(t, 5*time.Minute), args...)
-	assert.NilError(t, err)
-	return r
+	return harness.Kubectl(t, c.For(t.TempDir()), args...)
 }

@@ -37,8 +37,7 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 
 func runAs(t *testing.T, as harness.Command, args ...string) harness.Result {
 	t.Helper()
-	r, err := as.Kubectl(ctx(t, 5*time.Minute), args...)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, as, args...)
 	return r
 }
 

@@ -20,18 +20,9 @@ import (
 
 var plugins = []string{"spoke", "fleetdrain", "park"}
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return harness.Context(t, 2*time.Minute) }
 
-func kubectl(t *testing.T, c harness.Command, args ...string) harness.Result {
-	t.Helper()
-	r, err := c.Kubectl(ctx(t), args...)
-	assert.NilError(t, err)
-	return r
-}
+var kubectl = harness.Kubectl
 
 func TestPluginListFindsAllThree(t *testing.T) {
 	r := kubectl(t, hub.For(t.TempDir()), "plugin", "list", "--name-only")

@@ -20,11 +20,7 @@ import (
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return harness.Context(t, 3*time.Minute) }
 
 // newUser is someone with krew (in the tools directory, next to kubectl) and
 // a fresh KREW_ROOT, whose bin directory is the only place plugins are found.
@@ -38,12 +34,7 @@ func newUser(t *testing.T) harness.Command {
 	}
 }
 
-func kubectl(t *testing.T, c harness.Command, args ...string) harness.Result {
-	t.Helper()
-	r, err := c.Kubectl(ctx(t), args...)
-	assert.NilError(t, err)
-	return r
-}
+var kubectl = harness.Kubectl
 
 // archiveName is the file name of the release archive of a plugin that the
 // test installs.

@@ -27,8 +27,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	args := []string{"park", "cluster", "fault-park", "-n", namespace, "--wait", "--timeout", "15s"}
 
 	before := parkWrites(t, namespace, "fault-park")
-	r, err := p.For(t.TempDir()).Kubectl(ctx(t), args...)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, p.For(t.TempDir()), args...)
 	assert.Equal(t, r.ExitCode, 4, r)
 	assert.Check(t, is.Contains(r.Stderr, "cluster "+namespace+"/fault-park parked: 2 pool(s) set to 0 replicas"), r)
 	assert.Check(t, is.Contains(r.Stderr, "timed out after 15s waiting for worker machines of fault-park"), r)

@@ -26,19 +26,13 @@ var (
 	machineDeployments = capiapi.GVR("v1beta2", capiapi.MachineDeploymentResource)
 )
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return harness.Context(t, 6*time.Minute) }
 
 // kubectl runs the built kubectl (and through it the built plugin) against
 // the platform.
 func kubectl(t *testing.T, args ...string) harness.Result {
 	t.Helper()
-	r, err := platform.For(t.TempDir()).Kubectl(ctx(t), args...)
-	assert.NilError(t, err)
-	return r
+	return harness.Kubectl(t, platform.For(t.TempDir()), args...)
 }
 
 func getCluster(t *testing.T, ns, name string) *capiapi.Cluster {
@@ -138,7 +132,6 @@ func workload(t *testing.T, kubeconfig string, args ...string) harness.Result {
 	t.Helper()
 	cmd := platform.For(t.TempDir())
 	cmd.Env = []string{"KUBECONFIG=" + kubeconfig}
-	r, err := cmd.Kubectl(ctx(t), args...)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, cmd, args...)
 	return r
 }

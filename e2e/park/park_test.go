@@ -230,8 +230,7 @@ func TestParkRacesAConcurrentEdit(t *testing.T) {
 		assert.Check(t, err)
 	}
 	p := platform.WithFault(ctx(t), t, &harness.Fault{Method: "PATCH", PathContains: "/clusters/raced", Action: harness.Interleave, Interleave: edit})
-	r, err := p.For(t.TempDir()).Kubectl(ctx(t), "park", "cluster", "raced", "-n", namespace)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, p.For(t.TempDir()), "park", "cluster", "raced", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)
 	c := getCluster(t, namespace, "raced")
 	assert.DeepEqual(t, pools(c), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=.."})

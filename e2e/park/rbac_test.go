@@ -37,8 +37,7 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 	assert.NilError(t, as.WaitCanI(ctx(t), true, canPatch...))
 	run := func(args ...string) harness.Result {
 		t.Helper()
-		r, err := as.Kubectl(ctx(t), append(args, "-n", namespace)...)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, as, append(args, "-n", namespace)...)
 		return r
 	}
 	createCluster(t, namespace, "least", "in-memory", "{class: default-worker, name: md-0, replicas: 2}")
@@ -77,8 +76,7 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 	// stay out of reach without the opt-in.
 	denied := func(why string, args ...string) {
 		t.Helper()
-		r, err := as.Kubectl(ctx(t), args...)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, as, args...)
 		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), "%s: %s", why, r)
 		t.Logf("%s: denied: %s", why, strings.TrimSpace(r.Stderr))
 	}

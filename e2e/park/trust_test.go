@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	capiapi "github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
@@ -52,8 +53,7 @@ func TestClusterKubeconfigSecretNeverRunsExecPlugins(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			home := t.TempDir()
 			marker := filepath.Join(home, "exec-plugin-ran")
-			r, err := platform.For(home).WithExecMarker(marker).Kubectl(ctx(t), append([]string{"park", "-n", namespace}, args...)...)
-			assert.NilError(t, err)
+			r := harness.Kubectl(t, platform.For(home).WithExecMarker(marker), append([]string{"park", "-n", namespace}, args...)...)
 			_, statErr := os.Stat(marker)
 			assert.Check(t, os.IsNotExist(statErr), "the exec plugin ran on the operator's machine: %s", r)
 			assert.Equal(t, r.ExitCode, 3, r)

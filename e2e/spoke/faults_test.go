@@ -30,8 +30,7 @@ func throughFault(t *testing.T, f *harness.Fault) func(args ...string) harness.R
 	p := hub.WithFault(ctx(t), t, f)
 	return func(args ...string) harness.Result {
 		t.Helper()
-		r, err := p.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, p.For(t.TempDir()), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 		return r
 	}
 }

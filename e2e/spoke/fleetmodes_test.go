@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
@@ -31,8 +32,7 @@ func kubectlApply(t *testing.T, u *unstructured.Unstructured, extra ...string) (
 	t.Helper()
 	data, err := yaml.Marshal(u.Object)
 	assert.NilError(t, err)
-	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), append([]string{"apply", "-f", writeFile(t, "spoke.yaml", string(data))}, extra...)...)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, hub.For(t.TempDir()), append([]string{"apply", "-f", writeFile(t, "spoke.yaml", string(data))}, extra...)...)
 	return r.Stdout + r.Stderr, r.ExitCode
 }
 

@@ -34,18 +34,12 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t testing.TB) context.Context { return harness.Context(t, harness.StepTimeout) }
 
 // spoke runs `kubectl spoke ARGS -n mural-system` against the hub.
 func spoke(t testing.TB, args ...string) harness.Result {
 	t.Helper()
-	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
-	assert.NilError(t, err)
-	return r
+	return harness.Kubectl(t, hub.For(t.TempDir()), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 }
 
 // writeFile writes data into the test's temp dir and returns the path.

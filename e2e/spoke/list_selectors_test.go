@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
@@ -56,8 +57,7 @@ func TestListAllNamespacesAndSelector(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Equal(t, r.Stdout, "spoke.fleetconfig.open-cluster-management.io/lsel-3\n")
 	// -o name is what kubectl takes, as kubectl get -o name's is.
-	got, err := hub.For(t.TempDir()).Kubectl(ctx(t), "get", "-n", "list-sel-b", strings.TrimSpace(r.Stdout), "-o", "name")
-	assert.NilError(t, err)
+	got := harness.Kubectl(t, hub.For(t.TempDir()), "get", "-n", "list-sel-b", strings.TrimSpace(r.Stdout), "-o", "name")
 	assert.Equal(t, got.Stdout, r.Stdout, got)
 	r = spoke(t, "list", "-n", "list-sel-b", "-l", "env=dev", "--no-headers")
 	assert.Equal(t, r.ExitCode, 0, r)

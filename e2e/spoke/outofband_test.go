@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
@@ -74,8 +75,7 @@ func TestOutOfBandCluster(t *testing.T) {
 	before := stateOf(t, name, work)
 
 	// Without -n: the namespace comes from the fleet's Hub, as users run it.
-	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), "spoke", "list")
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, hub.For(t.TempDir()), "spoke", "list")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Regexp(`(?m)^edge-oob\s+OutOfBand\s+True\s+True\s+`, r.Stdout), r)
 

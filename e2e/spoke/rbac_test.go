@@ -77,8 +77,7 @@ func TestLeastPrivilege(t *testing.T) {
 	assert.NilError(t, as.WaitCanI(ctx(t), true, canPatch...))
 	run := func(args ...string) harness.Result {
 		t.Helper()
-		r, err := as.Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, as, append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 		return r
 	}
 	// granted runs a command that first refuses for want of a narrow grant,
@@ -130,8 +129,7 @@ func TestLeastPrivilege(t *testing.T) {
 	t.Run("escalations are denied", func(t *testing.T) {
 		denied := func(why string, args ...string) {
 			t.Helper()
-			r, err := as.Kubectl(ctx(t), args...)
-			assert.NilError(t, err)
+			r := harness.Kubectl(t, as, args...)
 			assert.Check(t, r.ExitCode != 0, "%s: allowed: %s", why, r)
 			assert.Check(t, strings.Contains(r.Stderr, "forbidden") || strings.Contains(r.Stderr, "denied request"), "%s: %s", why, r)
 			t.Logf("%s: denied: %s", why, strings.TrimSpace(r.Stderr))
@@ -145,8 +143,7 @@ metadata:
 type: kubernetes.io/service-account-token
 `)
 		denied("mint a token: create a service-account-token Secret", "create", "-f", token)
-		r, err := admin.Kubectl(ctx(t), "get", "secret", "least-token", "-n", releaseNamespace)
-		assert.NilError(t, err)
+		r := harness.Kubectl(t, admin, "get", "secret", "least-token", "-n", releaseNamespace)
 		assert.Check(t, r.ExitCode != 0, "the token Secret was created: %s", r)
 		denied("read a token Secret", "get", "secret", "least-token", "-n", releaseNamespace)
 		denied("ask for a token", "create", "token", "default", "-n", releaseNamespace)

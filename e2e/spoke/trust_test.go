@@ -24,8 +24,7 @@ func spokeMarked(t *testing.T, args ...string) (harness.Result, bool) {
 	t.Helper()
 	home := t.TempDir()
 	marker := filepath.Join(home, "exec-plugin-ran")
-	r, err := hub.For(home).WithExecMarker(marker).Kubectl(ctx(t), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, hub.For(home).WithExecMarker(marker), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 	_, statErr := os.Stat(marker)
 	return r, statErr == nil
 }

@@ -58,10 +58,9 @@ func waitConfigMap(t *testing.T, c *harness.Cluster, name string, exists bool) {
 // as status and has tainted it with taint (which follows the condition).
 func waitDark(t *testing.T, name, status, taint string) {
 	t.Helper()
-	r, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "managedcluster/"+name, "--for=condition=ManagedClusterConditionAvailable="+status, "--timeout=2m")
-	assert.NilError(t, err)
+	r := harness.Kubectl(t, hub.For(t.TempDir()), "wait", "managedcluster/"+name, "--for=condition=ManagedClusterConditionAvailable="+status, "--timeout=2m")
 	assert.Equal(t, r.ExitCode, 0, r)
-	err = wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		taints, _, _ := unstructured.NestedSlice(managedCluster(t, name).Object, "spec", "taints")
 		for _, x := range taints {
 			if m, _ := x.(map[string]any); m["key"] == taint {
@@ -139,8 +138,7 @@ func TestForceRemoveUnreachableSpoke(t *testing.T) {
 	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
 	// The FleetConfig controller marks the Spoke Unhealthy on its next
 	// reconcile after the ManagedCluster turned unavailable.
-	w, err := hub.For(t.TempDir()).Kubectl(ctx(t), "wait", "-n", releaseNamespace, "spokes.fleetconfig.open-cluster-management.io/doomed", "--for=jsonpath={.status.phase}=Unhealthy", "--timeout=2m")
-	assert.NilError(t, err)
+	w := harness.Kubectl(t, hub.For(t.TempDir()), "wait", "-n", releaseNamespace, "spokes.fleetconfig.open-cluster-management.io/doomed", "--for=jsonpath={.status.phase}=Unhealthy", "--timeout=2m")
 	assert.Equal(t, w.ExitCode, 0, w)
 
 	r = spoke(t, "list", "-o", "wide")
