@@ -1,7 +1,3 @@
-// Package harness starts real local Kubernetes control planes for the
-// end-to-end tests (kwokctl's binary runtime: etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler and the kwok controller), installs
-// CRDs into them and runs the built plugins through the built kubectl.
 package harness
 
 import (
