@@ -197,6 +197,16 @@ func TestInstallFromCustomIndex(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "version\t"), r)
 
+	// The roles the caveats point to are installed with the plugin, as shipped.
+	roles := regexp.MustCompile(`"\$\{KREW_ROOT:-\$HOME/\.krew\}/store/park/\S+/rbac\.yaml"`).FindString(install.Stderr + install.Stdout)
+	assert.Assert(t, roles != "", "the caveats name no rbac.yaml\n%s", install)
+	sh, err = user.Run(ctx(t), "/bin/sh", "-c", "cat "+roles)
+	assert.NilError(t, err)
+	assert.Equal(t, sh.ExitCode, 0, sh)
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "plugins", "kubectl-park", "rbac.yaml"))
+	assert.NilError(t, err)
+	assert.Check(t, sh.Stdout == string(shipped), "the installed rbac.yaml is the plugin's")
+
 	r = kubectl(t, user, "krew", "list")
 	assert.Equal(t, r.ExitCode, 0, r)
 	for _, p := range plugins {
