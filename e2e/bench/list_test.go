@@ -64,7 +64,7 @@ func createSpokes(b *testing.B, hub *harness.Cluster, from, to int) {
 	for i := from; i < to; i++ {
 		names = append(names, fmt.Sprintf("spoke-%05d", i))
 	}
-	assert.NilError(b, harness.CreateUnacceptedSpokes(ctx(b, 20*time.Minute), hub, listNamespace, listNamespace, names))
+	assert.NilError(b, harness.CreateUnacceptedSpokes(ctx(b, 20*time.Minute), hub, listNamespace, listNamespace, names, nil))
 }
 
 // countLists runs fn and returns the LIST requests for Spokes and

@@ -38,7 +38,9 @@ func InstallHubCRDs(ctx context.Context, c *Cluster) error {
 // hub does not accept: the registration controller then leaves it alone (no
 // namespace, no RBAC), so thousands cost no more than their objects. Those
 // that exist are kept, so a second call adds only what is missing.
-func CreateUnacceptedSpokes(ctx context.Context, c *Cluster, ns, hubNamespace string, names []string) error {
+// addOns are the add-ons each Spoke lists (the agent's in FleetConfig's
+// addon mode, whose webhook requires it).
+func CreateUnacceptedSpokes(ctx context.Context, c *Cluster, ns, hubNamespace string, names []string, addOns []any) error {
 	spokes := schema.GroupVersionResource{Group: "fleetconfig.open-cluster-management.io", Version: "v1beta1", Resource: "spokes"}
 	clusters := schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
 	g, gctx := errgroup.WithContext(ctx)
@@ -53,6 +55,9 @@ func CreateUnacceptedSpokes(ctx context.Context, c *Cluster, ns, hubNamespace st
 					"kubeconfig": map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
 				},
 			}}
+			if addOns != nil {
+				s.Object["spec"].(map[string]any)["addOns"] = addOns
+			}
 			if _, err := c.Dynamic.Resource(spokes).Namespace(ns).Create(gctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating Spoke %s/%s: %w", ns, name, err)
 			}

@@ -253,6 +253,11 @@ func agentAddOns() []any {
 // secret name-kubeconfig, with what this pass's mode requires, and
 // mutate's changes to its spec.
 func newSpoke(name string, mutate func(spec map[string]any)) *unstructured.Unstructured {
+	return newSpokeIn(releaseNamespace, name, mutate)
+}
+
+// newSpokeIn is newSpoke in namespace ns (the Hub stays the release's).
+func newSpokeIn(ns, name string, mutate func(spec map[string]any)) *unstructured.Unstructured {
 	spec := map[string]any{
 		"hubRef":        map[string]any{"name": "hub", "namespace": releaseNamespace},
 		"kubeconfig":    map[string]any{"secretReference": map[string]any{"name": name + "-kubeconfig"}},
@@ -266,7 +271,7 @@ func newSpoke(name string, mutate func(spec map[string]any)) *unstructured.Unstr
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": fleetconfig.SpokeResource.GroupVersion().String(), "kind": "Spoke",
-		"metadata": map[string]any{"name": name, "namespace": releaseNamespace},
+		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     spec,
 	}}
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -29,15 +28,8 @@ func TestListAllNamespacesAndSelector(t *testing.T) {
 		if !apierrors.IsAlreadyExists(err) {
 			assert.NilError(t, err)
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": fleetconfig.GroupVersion.String(), "kind": "Spoke",
-			"metadata": map[string]any{"name": s.name, "namespace": s.ns,
-				"labels": map[string]any{"env": s.env, "e2e-test": "list-selectors"}},
-			"spec": map[string]any{
-				"hubRef":     map[string]any{"name": "hub", "namespace": releaseNamespace},
-				"kubeconfig": map[string]any{"secretReference": map[string]any{"name": s.name + "-kubeconfig"}},
-			},
-		}}
+		obj := newSpokeIn(s.ns, s.name, nil)
+		obj.SetLabels(map[string]string{"env": s.env, "e2e-test": "list-selectors"})
 		ri := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(s.ns)
 		_, err = ri.Create(c, obj, metav1.CreateOptions{})
 		assert.NilError(t, err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -26,26 +25,20 @@ const (
 	manySpokes    = 2000
 )
 
-var manyOnce sync.Once
-
-// ensureManySpokes creates 2,000 Spokes and their ManagedClusters directly.
-func ensureManySpokes(t testing.TB) {
+// createManySpokes creates 2,000 Spokes and their ManagedClusters directly
+// on this pass's hub (each FleetConfig mode has its own).
+func createManySpokes(t testing.TB) {
 	t.Helper()
-	var err error
-	manyOnce.Do(func() { err = createMany(t) })
-	assert.NilError(t, err)
-}
-
-func createMany(t testing.TB) error {
 	c := ctx(t)
-	if _, err := hub.Kube.CoreV1().Namespaces().Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manyNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	_, err := hub.Kube.CoreV1().Namespaces().Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manyNamespace}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		assert.NilError(t, err)
 	}
 	names := make([]string, manySpokes)
 	for i := range names {
 		names[i] = fmt.Sprintf("many-%04d", i)
 	}
-	return harness.CreateUnacceptedSpokes(c, hub.Cluster, manyNamespace, releaseNamespace, names)
+	assert.NilError(t, harness.CreateUnacceptedSpokes(c, hub.Cluster, manyNamespace, releaseNamespace, names, agentAddOns()))
 }
 
 // listRequests reads the hub's count of LIST requests per resource from
@@ -91,7 +84,7 @@ func countLists(t testing.TB, fn func()) map[string]float64 {
 func pages(n, size int) float64 { return float64((n + size - 1) / size) }
 
 func TestListTwoThousandSpokesInPages(t *testing.T) {
-	ensureManySpokes(t)
+	createManySpokes(t)
 	mcs, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).List(ctx(t), metav1.ListOptions{})
 	assert.NilError(t, err)
 

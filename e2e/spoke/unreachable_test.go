@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
@@ -136,13 +137,20 @@ func TestForceRemoveUnreachableSpoke(t *testing.T) {
 		waitAvailable(t, back...)
 	})
 	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
-	// The FleetConfig controller marks the Spoke Unhealthy on its next
-	// reconcile after the ManagedCluster turned unavailable.
-	w := harness.Kubectl(t, hub.For(t.TempDir()), "wait", "-n", releaseNamespace, "spokes.fleetconfig.open-cluster-management.io/doomed", "--for=jsonpath={.status.phase}=Unhealthy", "--timeout=2m")
-	assert.Equal(t, w.ExitCode, 0, w)
+	phase := "Unhealthy"
+	if mode == fleet.ModeUnified {
+		// The FleetConfig controller marks the Spoke Unhealthy on its next
+		// reconcile after the ManagedCluster turned unavailable.
+		w := harness.Kubectl(t, hub.For(t.TempDir()), "wait", "-n", releaseNamespace, "spokes.fleetconfig.open-cluster-management.io/doomed", "--for=jsonpath={.status.phase}=Unhealthy", "--timeout=2m")
+		assert.Equal(t, w.ExitCode, 0, w)
+	} else {
+		// After the pivot the hub no longer probes the spoke: the agent keeps
+		// its Spoke's phase, and only the hub's ManagedCluster shows it dark.
+		phase = "Running"
+	}
 
 	r = spoke(t, "list", "-o", "wide")
-	assert.Check(t, is.Regexp(`(?m)^doomed\s+Unhealthy\s+True\s+False\s+.*cluster.open-cluster-management.io/unavailable:NoSelect`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`(?m)^doomed\s+`+phase+`\s+True\s+False\s+.*cluster.open-cluster-management.io/unavailable:NoSelect`, r.Stdout), r)
 	r = spoke(t, "status", "doomed")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Regexp(`not available because\s+The kube-apiserver is not ok`, r.Stdout), r)
