@@ -306,6 +306,14 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 	return out
 }
 
+// registeredAgainWarning is what a new ManagedCluster of the same name
+// after the delete means: the klusterlet on the spoke still runs, holds a
+// bootstrap credential and asks to join again.
+func registeredAgainWarning(name string) string {
+	return fmt.Sprintf("Warning: the klusterlet on spoke %[1]s still runs and registered again: ManagedCluster %[1]s is its new request, not accepted. "+
+		"Remove the klusterlet from the spoke cluster (below), then kubectl delete managedcluster %[1]s", name)
+}
+
 // removal is what tells remove and force-remove apart.
 type removal struct {
 	// Kind is the report's kind.
@@ -362,6 +370,16 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 			return fmt.Errorf("checked again after the confirmation: %w", err)
 		}
 	}
+	var registered types.UID
+	if plan.Wait && o.DryRun == cli.DryRunNone {
+		mc, err := hub.ManagedCluster(ctx, o.Name)
+		if err != nil {
+			return err
+		}
+		if mc != nil {
+			registered = mc.UID
+		}
+	}
 	if err := hub.applyRemoval(ctx, plan, o.DryRun); err != nil {
 		return err
 	}
@@ -372,11 +390,17 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
 	if plan.Wait && o.DryRun == cli.DryRunNone {
-		if err := hub.WaitGone(ctx, o.Name, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut)); err != nil {
+		again, err := hub.WaitGone(ctx, o.Name, registered, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut))
+		if err != nil {
 			_ = o.Output.Print(o.Out, r, r.table)
 			return fmt.Errorf("%w; %s", err, how.AfterTimeout)
 		}
 		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
+		if again {
+			w := registeredAgainWarning(o.Name)
+			r.Warnings = append(r.Warnings, w)
+			fmt.Fprintln(o.ErrOut, w)
+		}
 		r.Leftovers = plan.Leftovers
 	}
 	return o.Output.Print(o.Out, r, r.table)

@@ -11,6 +11,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -148,4 +150,30 @@ func TestPlanRemovalNamesWhatRemovingHubAsSpokeDoes(t *testing.T) {
 	p, err := planRemoval(removalInput{Namespace: "mural-system", Name: s.Name, Spoke: &s})
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(p.HubAsSpoke, ""))
+}
+
+// A klusterlet left running by force-delete registers again under the same
+// name: the ManagedCluster the removal deleted is gone all the same, and the
+// new one is said to be a new registration, not waited on forever.
+func TestManagedClusterGoneOrRegisteredAgain(t *testing.T) {
+	mc := func(uid types.UID) []any {
+		u := &unstructured.Unstructured{}
+		u.SetUID(uid)
+		return []any{u}
+	}
+	for _, c := range []struct {
+		name        string
+		objs        []any
+		gone, again bool
+	}{
+		{"none left", nil, true, false},
+		{"the one deleted, still there", mc("old"), false, false},
+		{"another one in its place", mc("new"), true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gone, again := managedClusterGone(c.objs, "old")
+			assert.Check(t, is.Equal(gone, c.gone))
+			assert.Check(t, is.Equal(again, c.again))
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
@@ -73,9 +74,13 @@ func (h *Hub) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cl
 }
 
 // WaitGone waits until the Spoke, the ManagedCluster and the cluster
-// namespace are all gone, saying what holds each up.
-func (h *Hub) WaitGone(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
-	err := cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
+// namespace are all gone, saying what holds each up. registered is the UID
+// of the ManagedCluster before the delete: a ManagedCluster with another
+// UID is a new registration by a klusterlet still running on the spoke
+// (force-delete leaves it running), so the old one is gone; WaitGone says
+// so with again.
+func (h *Hub) WaitGone(ctx context.Context, name string, registered types.UID, d cli.Deadline, p *cli.Progress) (again bool, err error) {
+	err = cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
 			found, err := one(objs, &s)
@@ -85,7 +90,7 @@ func (h *Hub) WaitGone(ctx context.Context, name string, d cli.Deadline, p *cli.
 			return false, deletingState(&s), nil
 		})
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, step := range []struct {
 		what string
@@ -93,16 +98,39 @@ func (h *Hub) WaitGone(ctx context.Context, name string, d cli.Deadline, p *cli.
 	}{{"ManagedCluster " + name, ocm.ManagedClusterResource}, {"namespace " + name, namespaceResource}} {
 		err := cli.WaitFor(ctx, step.what+" to be deleted", h.watchOne(step.gvr, "", name), &unstructured.Unstructured{}, d.Left(), p,
 			func(objs []any) (bool, string, error) {
-				if len(objs) == 0 {
-					return true, "deleted", nil
+				if step.gvr != ocm.ManagedClusterResource {
+					return len(objs) == 0, goneState(len(objs) == 0), nil
 				}
-				return false, "still there", nil
+				var done bool
+				done, again = managedClusterGone(objs, registered)
+				return done, goneState(done) + map[bool]string{true: ", and registered again by the klusterlet still running on the spoke"}[again], nil
 			})
 		if err != nil {
-			return err
+			return again, err
 		}
 	}
-	return nil
+	return again, nil
+}
+
+// managedClusterGone tells whether the ManagedCluster of UID registered has
+// gone from what a watch of its name lists, and whether another one has
+// taken its name since (a new registration).
+func managedClusterGone(objs []any, registered types.UID) (gone, again bool) {
+	if len(objs) == 0 {
+		return true, false
+	}
+	u, ok := objs[0].(*unstructured.Unstructured)
+	if !ok || u.GetUID() == registered {
+		return false, false
+	}
+	return true, true
+}
+
+func goneState(gone bool) string {
+	if gone {
+		return "deleted"
+	}
+	return "still there"
 }
 
 // deletingState says in words where the deletion of a Spoke stands.
