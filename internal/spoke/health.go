@@ -161,13 +161,15 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if fleetErr != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: clusters joined out of band are not shown: %v\n", fleetErr)
 	}
-	in.Spokes = namedSpokes(in.Spokes, o.Names)
+	// Only the spokes named are reached; all of them tell which clusters
+	// were joined out of band.
+	named := namedSpokes(in.Spokes, o.Names)
 	now := time.Now()
 	if o.Deep {
-		in.Credentials, in.Deep = hub.readDeep(ctx, in.Spokes, o.MaxConcurrent, o.SpokeTimeout, now)
+		in.Credentials, in.Deep = hub.readDeep(ctx, named, o.MaxConcurrent, o.SpokeTimeout, now)
 	} else {
 		var note string
-		if in.Credentials, note, err = hub.readCredentials(ctx, in.Spokes, now); err != nil {
+		if in.Credentials, note, err = hub.readCredentials(ctx, named, now); err != nil {
 			return err
 		}
 		if note != "" {
@@ -190,7 +192,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 }
 
 // namedSpokes keeps the Spokes named (all when names is empty), so that
-// --deep reaches only those.
+// only their credentials are read and only they are reached.
 func namedSpokes(spokes []fleetconfig.Spoke, names []string) []fleetconfig.Spoke {
 	if len(names) == 0 {
 		return spokes
