@@ -51,7 +51,6 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		(&rotatePlan{Secret: existing}).access(hub),
 		(&removalPlan{ForceDelete: annotationSet, Deletion: deletionDelete, Wait: true}).access(hub),
 		hub.spokeAccess("patch"),
-		hub.healthReads(),
 		// What the commands read without asking first (hub.go, listed.go,
 		// outofband.go, wait.go), and the mark the admission policy reads.
 		[]cli.Access{
@@ -61,6 +60,9 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			access("get", ocm.ManagedClusterResource, ""),
 			access("list", ocm.PlacementResource, ""),
 			access("list", ocm.ManifestWorkResource, "s1"),
+			// health: the agents' leases and the add-ons, cluster-wide.
+			access("list", leaseResource, ""),
+			access("list", ocm.ManagedClusterAddOnResource, ""),
 			hub.secretAccess("get", secret),
 			{Verb: "create", Group: "spokekit.io", Resource: "kubeconfigsecrets", Namespace: hub.Namespace},
 		},

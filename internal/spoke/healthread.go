@@ -33,16 +33,6 @@ type listedAddOn struct {
 	} `json:"status"`
 }
 
-// healthReads are the hub reads of the hub view, one paginated LIST per
-// kind (Spokes and ManagedClusters as list reads them); the kubeconfig
-// Secrets are listed only when the user may, and read one by one with --deep.
-func (h *Hub) healthReads() []cli.Access {
-	return []cli.Access{
-		access("list", leaseResource, ""),
-		access("list", ocm.ManagedClusterAddOnResource, ""),
-	}
-}
-
 // readLeases is when each cluster's agent last renewed its lease, by cluster.
 func (h *Hub) readLeases(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
