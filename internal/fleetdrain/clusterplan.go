@@ -14,7 +14,7 @@ import (
 
 // DrainTaintKey is the key of the taint `fleetdrain cluster` puts on a
 // ManagedCluster; uncordon removes only a taint with this key.
-const DrainTaintKey = "fleetdrain.spokekit.io/drained"
+const DrainTaintKey = ocm.DrainTaintKey
 
 // DrainTaint is the NoSelect taint that takes a cluster out of every
 // placement that does not tolerate it. TimeAdded stays empty: the hub sets it.

@@ -60,6 +60,9 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			access("get", ocm.ManagedClusterResource, ""),
 			access("list", ocm.PlacementResource, ""),
 			access("list", ocm.ManifestWorkResource, "s1"),
+			// health: the agents' leases and the add-ons, cluster-wide.
+			access("list", leaseResource, ""),
+			access("list", ocm.ManagedClusterAddOnResource, ""),
 			hub.secretAccess("get", secret),
 			{Verb: "create", Group: "spokekit.io", Resource: "kubeconfigsecrets", Namespace: hub.Namespace},
 		},

@@ -29,6 +29,8 @@ type listedSpoke struct {
 	} `json:"spec"`
 	Status struct {
 		Phase string `json:"phase"`
+		// Health reads PivotComplete to tell a purged secret.
+		Conditions []fleetconfig.Condition `json:"conditions"`
 	} `json:"status"`
 }
 
@@ -46,6 +48,9 @@ type listedCluster struct {
 	} `json:"spec"`
 	Status struct {
 		Conditions []metav1.Condition `json:"conditions"`
+		Version    struct {
+			Kubernetes string `json:"kubernetes"`
+		} `json:"version"`
 	} `json:"status"`
 }
 
@@ -60,7 +65,7 @@ func (h *Hub) listedSpokes(ctx context.Context, ns, selector string) ([]fleetcon
 	for i, s := range l {
 		out[i].ObjectMeta = metav1.ObjectMeta{Name: s.Metadata.Name, Namespace: s.Metadata.Namespace, CreationTimestamp: s.Metadata.CreationTimestamp}
 		out[i].Spec.HubRef, out[i].Spec.Kubeconfig, out[i].Spec.CleanupConfig = s.Spec.HubRef, s.Spec.Kubeconfig, s.Spec.CleanupConfig
-		out[i].Status.Phase = s.Status.Phase
+		out[i].Status.Phase, out[i].Status.Conditions = s.Status.Phase, s.Status.Conditions
 	}
 	return out, nil
 }
@@ -79,6 +84,7 @@ func (h *Hub) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) 
 		}
 		out[i].Spec.Taints = c.Spec.Taints
 		out[i].Status.Conditions = c.Status.Conditions
+		out[i].Status.Version.Kubernetes = c.Status.Version.Kubernetes
 	}
 	return out, nil
 }

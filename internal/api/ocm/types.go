@@ -32,6 +32,10 @@ const (
 	TaintUnavailable = "cluster.open-cluster-management.io/unavailable"
 	TaintUnreachable = "cluster.open-cluster-management.io/unreachable"
 
+	// DrainTaintKey is spokekit's own taint: `kubectl fleetdrain cluster`
+	// puts it on a ManagedCluster (NoSelect) and `spoke health` reports it.
+	DrainTaintKey = "fleetdrain.spokekit.io/drained"
+
 	TaintEffectNoSelect       = "NoSelect"
 	TaintEffectPreferNoSelect = "PreferNoSelect"
 	TaintEffectNoSelectIfNew  = "NoSelectIfNew"

@@ -1,0 +1,227 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	spokecmd "github.com/spokekit/spokekit/internal/spoke"
+)
+
+// health runs `kubectl spoke health ARGS -o json` and decodes the rows by name.
+func health(t *testing.T, args ...string) (harness.Result, map[string]spokecmd.HealthRow) {
+	t.Helper()
+	r := spoke(t, append([]string{"health", "-o", "json"}, args...)...)
+	var report spokecmd.HealthReport
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &report), r)
+	rows := map[string]spokecmd.HealthRow{}
+	for _, it := range report.Items {
+		rows[it.Metadata.Name] = it
+	}
+	return r, rows
+}
+
+// addOnAgentNamespace is where OCM's agent looks for an add-on's lease on
+// the spoke (its default install namespace).
+const addOnAgentNamespace = "open-cluster-management-agent-addon"
+
+// runAgentAddOn plays the fleetconfig-controller-agent add-on's agent,
+// which the test bed does not run, on each spoke of c: in addon mode it
+// creates the Lease the add-on's agent renews, and waits until OCM's own
+// registration agent reports each cluster's add-on Available from it (the
+// lease holds for five minutes, OCM's grace period).
+func runAgentAddOn(t *testing.T, c *harness.Cluster, clusters ...string) {
+	t.Helper()
+	if mode != fleet.ModeAddon {
+		return
+	}
+	_, err := c.Kube.CoreV1().Namespaces().Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addOnAgentNamespace}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		assert.NilError(t, err)
+	}
+	leases := c.Kube.CoordinationV1().Leases(addOnAgentNamespace)
+	renewed := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx(t), fleet.AgentAddOn, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = leases.Create(ctx(t), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fleet.AgentAddOn, Namespace: addOnAgentNamespace},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &renewed}}, metav1.CreateOptions{})
+	case err == nil:
+		l.Spec.RenewTime = &renewed
+		_, err = leases.Update(ctx(t), l, metav1.UpdateOptions{})
+	}
+	assert.NilError(t, err)
+	for _, cluster := range clusters {
+		addOns := hub.Dynamic.Resource(ocm.ManagedClusterAddOnResource).Namespace(cluster)
+		// OCM's agent checks add-on leases every 30 s.
+		err := wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			a, err := addOns.Get(ctx, fleet.AgentAddOn, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
+			for _, x := range conds {
+				if m, _ := x.(map[string]any); m["type"] == "Available" {
+					return m["status"] == "True", nil
+				}
+			}
+			return false, nil
+		})
+		assert.NilError(t, err, "OCM reports the add-on %s of %s Available", fleet.AgentAddOn, cluster)
+	}
+}
+
+// Health of spokes in the states the test bed can make, through the real
+// OCM agents: joined (with the add-on manager's part played by the test),
+// out of band, credential purged, agent stopped (Available Unknown), a
+// spoke whose API server stalls under --deep, and a stopped spoke API
+// server (Available False). It stops spoke-2's control plane and starts it
+// again before it returns.
+func TestHealth(t *testing.T) {
+	// The proxy lives until the test's end, after the spokes behind it left.
+	proxy, err := spoke1.StartFaultProxy(ctx(t))
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		proxy.Clear()
+		for _, name := range []string{"health-ok", "health-silent", "health-stall", "health-purged"} {
+			if spokeObject(t, name) != nil {
+				r := spoke(t, "remove", name, "--wait", "--timeout", "2m")
+				assert.Check(t, r.ExitCode == 0 || r.ExitCode == 4, r)
+			}
+		}
+	})
+
+	addAndJoin(t, "health-ok", spoke1)
+	r := spoke(t, "add", "health-stall", "--spoke-kubeconfig", proxy.Kubeconfig, "--apply", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	createSpoke(t, "health-purged", spoke2, func(spec map[string]any) {
+		spec["cleanupConfig"] = map[string]any{"purgeKubeconfigSecret": true}
+	})
+	waitSpoke(t, "health-purged", "PivotComplete", pivoted)
+	waitAvailable(t, "health-purged")
+	if mode == fleet.ModeAddon {
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return !secretExists(t, "health-purged"), nil
+		})
+		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
+	}
+	oob := hub.Dynamic.Resource(ocm.ManagedClusterResource)
+	_, err = oob.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+		"metadata": map[string]any{"name": "health-oob"}, "spec": map[string]any{"hubAcceptsClient": false},
+	}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		hub.StopAgent("health-oob")
+		assert.Check(t, oob.Delete(ctx(t), "health-oob", metav1.DeleteOptions{}))
+		waitManagedClusterGone(t, "health-oob")
+	})
+	assert.NilError(t, hub.Join(ctx(t), "health-oob", spoke2))
+	waitAvailable(t, "health-ok", "health-oob")
+
+	names := []string{"health-ok", "health-purged", "health-oob"}
+	if mode == fleet.ModeAddon {
+		// No add-on manager runs here: the agent add-on has no Available
+		// condition yet, which health reports.
+		r, rows := health(t, "health-ok")
+		assert.Equal(t, r.ExitCode, 1, r)
+		assert.Check(t, is.DeepEqual(rows["health-ok"].AddOnsNotAvailable, []string{fleet.AgentAddOn}))
+	}
+	runAgentAddOn(t, spoke1, "health-ok", "health-stall")
+	runAgentAddOn(t, spoke2, "health-purged")
+	r, rows := health(t, names...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	ok := rows["health-ok"]
+	assert.Check(t, ok.Healthy, "%+v", ok)
+	assert.Check(t, is.Equal(ok.KubernetesVersion, "v1.37.2"))
+	assert.Check(t, ok.LeaseRenewed != nil && time.Since(ok.LeaseRenewed.Time) < time.Minute, "the agent renews its lease: %+v", ok.LeaseRenewed)
+	assert.Check(t, is.Equal(ok.Credential.State, spokecmd.CredentialValid))
+	assert.Check(t, ok.Credential.Kind != "", "%+v", ok.Credential)
+	wantPurged := spokecmd.CredentialPurged
+	if mode != fleet.ModeAddon {
+		wantPurged = spokecmd.CredentialValid // unified mode keeps the Secret
+	}
+	assert.Check(t, is.Equal(rows["health-purged"].Credential.State, wantPurged))
+	assert.Check(t, rows["health-purged"].Healthy, "%+v", rows["health-purged"])
+	assert.Check(t, rows["health-oob"].OutOfBand && rows["health-oob"].Healthy, "%+v", rows["health-oob"])
+	assert.Check(t, is.Equal(rows["health-oob"].Credential.State, spokecmd.CredentialNone))
+	table := spoke(t, append([]string{"health"}, names...)...)
+	t.Logf("kubectl spoke health %s\n%s", strings.Join(names, " "), table.Stdout)
+
+	// --deep: the spoke behind the proxy stalls every request of the
+	// plugin; it gets --spoke-timeout, and the other spoke is reached anyway.
+	stalls := proxy.Inject(&harness.Fault{UserAgent: "kubectl-spoke/", Times: -1, Action: harness.Stall})
+	start := time.Now()
+	r, rows = health(t, "health-ok", "health-stall", "health-purged", "--deep", "--spoke-timeout", "3s", "--max-concurrent", "1")
+	took := time.Since(start)
+	assert.Equal(t, r.ExitCode, 1, r)
+	assert.Check(t, took < 20*time.Second, "took %s", took)
+	assert.Check(t, proxy.Fired(stalls) > 0, "the spoke behind the proxy was asked")
+	assert.Check(t, is.Contains(r.Stderr, "1 of 3 spokes unhealthy: health-stall"), r)
+	stall := rows["health-stall"].Deep
+	assert.Assert(t, stall != nil)
+	assert.Check(t, is.Equal(stall.Error, "no answer within --spoke-timeout 3s"))
+	deep := rows["health-ok"].Deep
+	assert.Assert(t, deep != nil)
+	assert.Check(t, is.Equal(deep.Error, ""))
+	assert.Check(t, deep.APIServerCert != nil && deep.APIServerCert.After(time.Now()), "%+v", deep)
+	assert.Check(t, is.Len(deep.Unchecked, 0))
+	if mode == fleet.ModeAddon {
+		assert.Check(t, rows["health-purged"].Deep != nil && rows["health-purged"].Deep.Skipped != "", "%+v", rows["health-purged"].Deep)
+	}
+	table = spoke(t, "health", "health-ok", "health-stall", "--deep", "--spoke-timeout", "3s", "-o", "wide")
+	t.Logf("kubectl spoke health health-ok health-stall --deep --spoke-timeout 3s -o wide\n%s", table.Stdout)
+	proxy.Clear()
+
+	// The agent stops: the hub marks the cluster Unknown once its lease ran out.
+	addAndJoin(t, "health-silent", spoke1)
+	runAgentAddOn(t, spoke1, "health-silent")
+	assert.Check(t, hub.StopAgent("health-silent"))
+	waitDark(t, "health-silent", "Unknown", ocm.TaintUnreachable)
+	r, rows = health(t, "health-silent", "health-ok")
+	assert.Equal(t, r.ExitCode, 1, r)
+	silent := rows["health-silent"]
+	assert.Check(t, is.Equal(silent.Available, "Unknown"))
+	assert.Check(t, is.Contains(strings.Join(silent.Problems, "; "), "Registration agent stopped updating its lease"), "%+v", silent)
+	assert.Check(t, rows["health-ok"].Healthy)
+
+	// The spoke's API server stops: its agent reports Available False.
+	wasAvailable := availableManagedClusters(t)
+	assert.NilError(t, spoke2.Stop(ctx(t)))
+	t.Cleanup(func() {
+		if !assert.Check(t, spoke2.Start(ctx(t))) {
+			return
+		}
+		var back []string
+		for _, name := range wasAvailable {
+			if managedCluster(t, name) != nil {
+				back = append(back, name)
+			}
+		}
+		waitAvailable(t, back...)
+	})
+	waitDark(t, "health-purged", "False", ocm.TaintUnavailable)
+	r, rows = health(t, "health-purged")
+	assert.Equal(t, r.ExitCode, 1, r)
+	down := rows["health-purged"]
+	assert.Check(t, is.Equal(down.Available, "False"))
+	assert.Check(t, is.Contains(strings.Join(down.Problems, "; "), "The kube-apiserver is not ok"), "%+v", down)
+	table = spoke(t, "health", "health-ok", "health-silent", "health-purged", "health-oob", "-o", "wide")
+	t.Logf("kubectl spoke health -o wide (agent stopped, API server stopped)\n%s", table.Stdout)
+}
