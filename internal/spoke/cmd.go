@@ -48,6 +48,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdRotateKubeconfig(f, streams),
 		NewCmdSet(f, streams),
 		NewCmdValuesDiff(f, streams),
+		NewCmdJoinCommand(f, streams),
 	)
 	return root
 }
