@@ -72,6 +72,13 @@ func (s *Started) WaitStderr(ctx context.Context, text string) error {
 	}
 }
 
+// Stdout is what the command has written to stdout so far.
+func (s *Started) Stdout() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stdout.String()
+}
+
 // Signal sends sig to the command.
 func (s *Started) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
 

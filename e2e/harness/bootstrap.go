@@ -23,13 +23,26 @@ var bootstrapRBAC = []string{
 	"deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_cluster_role_binding.yaml",
 }
 
-// bootstrapGroup is the group upstream's bootstrap token authenticates in.
-const bootstrapGroup = "system:bootstrappers:managedcluster"
+// bootstrapSA are the files of the same chart that make the ServiceAccount
+// `clusteradm get token` mints join tokens of (createBootstrapSA), in the
+// namespace clusteradm init installs it in.
+var bootstrapSA = []string{
+	"deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_sa.yaml",
+	"deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_sa_cluster_role_binding.yaml",
+}
+
+const (
+	// bootstrapGroup is the group upstream's bootstrap token authenticates in.
+	bootstrapGroup = "system:bootstrappers:managedcluster"
+	// BootstrapSANamespace is where clusteradm init makes that ServiceAccount.
+	BootstrapSANamespace = "open-cluster-management"
+)
 
 // createBootstrapToken does what `clusteradm init` does for joins: a
 // bootstrap token Secret in kube-system of the hub (the hub's API server
-// runs with --enable-bootstrap-token-auth), the bootstrap RBAC, and a
-// kubeconfig of the hub with that token, which agents bootstrap with.
+// runs with --enable-bootstrap-token-auth), the bootstrap ServiceAccount
+// and RBAC, and a kubeconfig of the hub with that token, which agents
+// bootstrap with.
 func (h *OCMHub) createBootstrapToken(ctx context.Context) (string, error) {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 	random := func(n int) string {
@@ -42,7 +55,9 @@ func (h *OCMHub) createBootstrapToken(ctx context.Context) (string, error) {
 	}
 	id, secret := random(6), random(16)
 	_, err := h.Kube.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
+		// Labelled as the chart and clusteradm init label it: clusteradm get
+		// token --use-bootstrap-token looks for that label.
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system", Labels: map[string]string{"app": "cluster-manager"}},
 		Type:       corev1.SecretTypeBootstrapToken,
 		StringData: map[string]string{
 			"token-id": id, "token-secret": secret,
@@ -53,7 +68,10 @@ func (h *OCMHub) createBootstrapToken(ctx context.Context) (string, error) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating the bootstrap token: %w", err)
 	}
-	files, err := ModuleFiles(ctx, OCMComponents, bootstrapRBAC)
+	if err := createNamespace(ctx, h.Kube, BootstrapSANamespace); err != nil {
+		return "", err
+	}
+	files, err := ModuleFiles(ctx, OCMComponents, append(bootstrapRBAC, bootstrapSA...))
 	if err != nil {
 		return "", err
 	}
@@ -62,7 +80,8 @@ func (h *OCMHub) createBootstrapToken(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := h.ApplyYAML(ctx, string(withoutTemplateLines(data))); err != nil {
+		data = bytes.ReplaceAll(withoutTemplateLines(data), []byte("{{ .Release.Namespace }}"), []byte(BootstrapSANamespace))
+		if err := h.ApplyYAML(ctx, string(data)); err != nil {
 			return "", fmt.Errorf("applying %s: %w", filepath.Base(f), err)
 		}
 	}

@@ -258,6 +258,12 @@ func writeServingCert(dir string) ([]byte, error) {
 // cluster's agent runs. Several clusters may share one spoke API server:
 // each agent keeps its hub credential in its own secret there.
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
+	return h.startAgent(ctx, cluster, spokeKubeconfig, h.bootstrap)
+}
+
+// startAgent starts the cluster's agent with the bootstrap kubeconfig file
+// bootstrap, and args after the test bed's own.
+func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig []byte, bootstrap string, args ...string) error {
 	h.mu.Lock()
 	p := h.agents[cluster]
 	h.mu.Unlock()
@@ -290,16 +296,17 @@ func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err != nil {
 		return err
 	}
-	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, "registration-operator", "agent",
+	args = append([]string{"registration-operator", "agent",
 		"--cluster-name", cluster,
 		"--kubeconfig", kubeconfig,
-		"--bootstrap-kubeconfig", h.bootstrap,
+		"--bootstrap-kubeconfig", bootstrap,
 		"--hub-kubeconfig-dir", filepath.Join(dir, "hub"),
-		"--hub-kubeconfig-secret", "hub-kubeconfig-"+cluster,
+		"--hub-kubeconfig-secret", "hub-kubeconfig-" + cluster,
 		"--workload-source-config", filepath.Join(dir, "hub", "kubeconfig"),
 		"--disable-leader-election",
-		"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]),
-		"--cluster-healthcheck-period", "5s")
+		"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--cluster-healthcheck-period", "5s"}, args...)
+	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, args...)
 	if err != nil {
 		return err
 	}

@@ -3,18 +3,13 @@
 package spoke
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -42,34 +37,21 @@ func stateOf(t *testing.T, name, work string) clusterState {
 	}
 }
 
-// A cluster joined out of band: its agent joins the hub as after
-// `clusteradm join --klusterlet-annotation brush-ignore=true`, and no Spoke
-// registers it. list and status show it; remove and force-remove refuse it
-// with the steps to unjoin by hand, and change nothing.
+// A cluster joined out of band: its agent joins the hub with the line
+// `kubectl spoke join-command --brush-ignore` prints (the real agent sets
+// the annotation the line asks for), and no Spoke registers it. list and
+// status show it; remove and force-remove refuse it with the steps to
+// unjoin by hand, and change nothing.
 func TestOutOfBandCluster(t *testing.T) {
 	const name, work = "edge-oob", "edge-oob-work"
-	clusters := hub.Dynamic.Resource(ocm.ManagedClusterResource)
-	// The ManagedCluster as that agent creates it: the klusterlet's
-	// clusterAnnotations on it, not yet accepted.
-	_, err := clusters.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
-		"metadata": map[string]any{"name": name, "annotations": map[string]any{ocm.BrushIgnoreAnnotation: "true"}},
-		"spec":     map[string]any{"hubAcceptsClient": false},
-	}}, metav1.CreateOptions{})
-	assert.NilError(t, err)
 	t.Cleanup(func() {
 		// Unjoin by hand, in the order the refusal gives, so that the
 		// tests after this one see the hub as it was.
 		deleteWork(t, name, work)
-		hub.StopAgent(name)
-		assert.Check(t, clusters.Delete(ctx(t), name, metav1.DeleteOptions{}))
-		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := clusters.Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		assert.Check(t, err, "ManagedCluster %s gone", name)
+		unjoinByHand(t, name)
 	})
-	assert.NilError(t, hub.Join(ctx(t), name, spoke2))
+	r := joinOutOfBand(t, hub.For(t.TempDir()), name, spoke2, "--brush-ignore")
+	assert.Equal(t, r.ExitCode, 0, r)
 	createWork(t, name, work, nil)
 	waitConfigMap(t, spoke2, work, true)
 	before := stateOf(t, name, work)

@@ -58,6 +58,7 @@ current-context: spoke
 		"kubectl spoke set":                   {"set", "spoke-1", "logVerbosity=4"},
 		"kubectl spoke values-diff":           {"values-diff"}, // its one file flag, --values or --helmrelease, each rule adds
 		"kubectl spoke health":                {"health"},
+		"kubectl spoke join-command":          {"join-command", "spoke-1", "--accept"},
 		"kubectl fleetdrain node":             {"node", "worker-1"},
 		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
 		"kubectl fleetdrain uncordon node":    {"uncordon", "node", "worker-1"},
@@ -76,6 +77,7 @@ var waits = map[string]bool{
 	"kubectl spoke add":          true,
 	"kubectl spoke remove":       true,
 	"kubectl spoke force-remove": true,
+	"kubectl spoke join-command": true,
 	"kubectl fleetdrain node":    true,
 	"kubectl fleetdrain cluster": true,
 	"kubectl park cluster":       true,

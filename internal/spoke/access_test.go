@@ -51,6 +51,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		(&rotatePlan{Secret: existing}).access(hub),
 		(&removalPlan{ForceDelete: annotationSet, Deletion: deletionDelete, Wait: true}).access(hub),
 		hub.spokeAccess("patch"),
+		(&JoinCommandOptions{Name: "s1", Wait: true, Accept: true}).access(),
 		// What the commands read without asking first (hub.go, listed.go,
 		// outofband.go, wait.go), and the mark the admission policy reads.
 		[]cli.Access{

@@ -49,6 +49,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdSet(f, streams),
 		NewCmdValuesDiff(f, streams),
 		NewCmdHealth(f, streams),
+		NewCmdJoinCommand(f, streams),
 	)
 	return root
 }

@@ -60,6 +60,12 @@ func (h *Hub) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cl
 	if err != nil {
 		return err
 	}
+	return h.waitClusterJoined(ctx, name, d, p)
+}
+
+// waitClusterJoined follows the ManagedCluster's JOINED and AVAILABLE until
+// both are True.
+func (h *Hub) waitClusterJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
 	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var mc ocm.ManagedCluster

@@ -1,0 +1,449 @@
+package spoke
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/cli"
+)
+
+// joinRBAC names the roles join-command needs beyond the base ones.
+const joinRBAC = "kubectl-spoke's rbac.yaml (ClusterRole spokekit-spoke; to mint the join token, spokekit-spoke-join bound with a RoleBinding in namespace " +
+	bootstrapSANamespace + "; for --accept, spokekit-spoke-accept; --use-bootstrap-token lists the Secrets of " + bootstrapSecretNamespace + ", which no shipped role grants)"
+
+var csrResource = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
+
+// JoinCommandOptions are the options of `kubectl spoke join-command`.
+type JoinCommandOptions struct {
+	Name              string
+	BrushIgnore       bool
+	ShowToken         bool
+	UseBootstrapToken bool
+	HubAPIServer      string
+	Wait              bool
+	Accept            bool
+	Timeout           time.Duration
+	DryRun            cli.DryRun
+	Output            *cli.Output
+
+	f *cli.Factory
+	genericiooptions.IOStreams
+}
+
+// NewCmdJoinCommand builds `kubectl spoke join-command`.
+func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &JoinCommandOptions{Timeout: 10 * time.Minute, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "join-command NAME",
+		Short: "Print the clusteradm join line for a cluster only the hub can be reached from",
+		Long: templates.LongDesc(`
+			Print the clusteradm join command that registers a cluster with the
+			hub as NAME, for a cluster the hub cannot reach but that reaches the
+			hub (an out-of-band join): its operator runs the line there. No
+			Spoke registers such a cluster: list and status show it as
+			OutOfBand, and remove refuses it with the steps to unjoin it.
+
+			The token is the one clusteradm get token gives: a token of the
+			ServiceAccount open-cluster-management/agent-registration-bootstrap
+			that clusteradm init makes, minted for one hour; or, with
+			--use-bootstrap-token, the newest bootstrap token Secret
+			(bootstrap-token-*, labelled app=cluster-manager) in kube-system.
+			It is printed as REDACTED unless --show-token: anyone who holds it
+			can ask to register clusters with this hub. The hub's URL is the
+			kubeconfig's server, as clusteradm prints it; give the one the
+			cluster reaches with --hub-apiserver.
+
+			--brush-ignore adds the klusterlet annotation brush-ignore=true
+			(agent.open-cluster-management.io/brush-ignore on the
+			ManagedCluster): PaletteAI then installs nothing on the cluster.
+
+			The line is printed first; --wait then waits until the cluster's
+			agent has created its ManagedCluster. --accept (implies --wait)
+			accepts it as clusteradm accept does: it approves the cluster's
+			pending CSRs asked with a bootstrap credential when they all come
+			from one requester, sets hubAcceptsClient, and waits until the
+			cluster has joined and is available.
+
+			NAME must be a valid cluster name that no Spoke and no ManagedCluster
+			uses (exit 3 otherwise, nothing changed). Minting a token needs a
+			role the base ones lack: see the README's Permissions section.`),
+		Example: templates.Examples(`
+			# The line to run on the new cluster (token redacted)
+			kubectl spoke join-command edge-1 --brush-ignore
+
+			# Print the token, wait for the cluster and accept it
+			kubectl spoke join-command edge-1 --brush-ignore --show-token --accept --timeout 30m
+
+			# The values as JSON, for a script that passes them on
+			kubectl spoke join-command edge-1 --show-token -o json`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              cli.RunE(o, o.Complete),
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&o.BrushIgnore, "brush-ignore", false, "Add the klusterlet annotation brush-ignore=true, so PaletteAI installs nothing on the cluster.")
+	fl.BoolVar(&o.ShowToken, "show-token", false, "Print the token instead of REDACTED.")
+	fl.BoolVar(&o.UseBootstrapToken, "use-bootstrap-token", false, "Take the bootstrap token Secret of kube-system instead of minting a ServiceAccount token (a hub set up with clusteradm init --use-bootstrap-token).")
+	fl.StringVar(&o.HubAPIServer, "hub-apiserver", "", "The hub's API server URL as the cluster reaches it (default: the kubeconfig's server).")
+	fl.BoolVar(&o.Wait, "wait", false, "After printing, wait until the cluster's agent has created its ManagedCluster.")
+	fl.BoolVar(&o.Accept, "accept", false, "Wait for the cluster, approve its CSRs and accept it as clusteradm accept does, and wait until it joined and is available.")
+	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait and --accept wait (0: no limit).")
+	cli.AddDryRunFlag(cmd)
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Complete reads the name and the dry-run strategy.
+func (o *JoinCommandOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	o.Wait = o.Wait || o.Accept
+	var err error
+	o.DryRun, err = cli.GetDryRun(cmd)
+	return err
+}
+
+// Validate rejects bad input before any request.
+func (o *JoinCommandOptions) Validate() error {
+	if err := cli.ValidateNames(cli.ClusterName, o.Name); err != nil {
+		return err
+	}
+	if err := o.f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	if o.DryRun != cli.DryRunNone && o.Wait {
+		return cli.UsageErrorf("--dry-run mints no token, so no cluster can join: run --wait or --accept without it")
+	}
+	if o.HubAPIServer != "" {
+		if err := checkHubURL(o.HubAPIServer); err != nil {
+			return err
+		}
+	}
+	if o.Name == fleetconfig.HubAsSpokeName {
+		return cli.Refusedf("%s is the name FleetConfig gives the hub's own cluster; nothing was changed: pick another name", o.Name)
+	}
+	return nil
+}
+
+// Run checks the name, mints the token, prints the line, then waits and
+// accepts as asked.
+func (o *JoinCommandOptions) Run(ctx context.Context) error {
+	hub, err := NewHub(ctx, o.f)
+	if err != nil {
+		return err
+	}
+	facts, err := o.read(ctx, hub)
+	if err != nil {
+		return err
+	}
+	if err := refuseTakenName(o.Name, facts); err != nil {
+		return err
+	}
+	if err := cli.Preflight(ctx, hub.Kube.AuthorizationV1(), o.DryRun, joinRBAC, o.access()); err != nil {
+		return err
+	}
+	if o.DryRun == cli.DryRunNone {
+		if facts.Token, err = o.token(ctx, hub); err != nil {
+			return err
+		}
+	}
+	r, err := planJoin(joinSettings{Name: o.Name, BrushIgnore: o.BrushIgnore, ShowToken: o.ShowToken, DryRun: o.DryRun}, *facts)
+	if err != nil {
+		return err
+	}
+	if err := o.print(r); err != nil {
+		return err
+	}
+	if !o.Wait {
+		return nil
+	}
+	return o.waitAndAccept(ctx, hub, r)
+}
+
+// read gathers what the plan decides on: whether the name is taken, and
+// the hub's URL.
+func (o *JoinCommandOptions) read(ctx context.Context, hub *Hub) (*joinFacts, error) {
+	f := &joinFacts{HubAPIServer: o.HubAPIServer, Token: joinToken{Source: o.tokenSource()}}
+	// The Spoke's name is the cluster's, whatever its namespace.
+	l, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.Name})
+	if err != nil {
+		return nil, cli.Refusedf("checking that no Spoke is called %s: %w; nothing was changed", o.Name, err)
+	}
+	if len(l.Items) > 0 {
+		f.SpokeNamespace = l.Items[0].GetNamespace()
+	}
+	if f.Cluster, err = hub.ManagedCluster(ctx, o.Name); err != nil {
+		return nil, cli.Refusedf("%w; nothing was changed", err)
+	}
+	if f.HubAPIServer == "" {
+		cfg, err := o.f.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		f.HubAPIServer = cfg.Host
+		if !strings.Contains(f.HubAPIServer, "://") {
+			f.HubAPIServer = "https://" + f.HubAPIServer
+		}
+	}
+	return f, nil
+}
+
+func (o *JoinCommandOptions) tokenSource() string {
+	if o.UseBootstrapToken {
+		return "bootstrap token Secret in " + bootstrapSecretNamespace
+	}
+	return "ServiceAccount " + bootstrapSANamespace + "/" + bootstrapSAName
+}
+
+// access is what the command will do on the hub, checked before the token
+// is minted.
+func (o *JoinCommandOptions) access() []cli.Access {
+	var out []cli.Access
+	if o.UseBootstrapToken {
+		out = append(out, access("list", secretResource, bootstrapSecretNamespace))
+	} else {
+		out = append(out, cli.Access{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: bootstrapSANamespace, Name: bootstrapSAName})
+	}
+	if o.Wait {
+		out = append(out, access("list", ocm.ManagedClusterResource, ""), access("watch", ocm.ManagedClusterResource, ""))
+	}
+	if o.Accept {
+		out = append(out,
+			access("get", csrResource, ""), access("list", csrResource, ""), access("watch", csrResource, ""),
+			cli.Access{Verb: "update", Group: csrResource.Group, Resource: csrResource.Resource, Subresource: "approval"},
+			cli.Access{Verb: "approve", Group: csrResource.Group, Resource: "signers", Name: registrationClientSigner},
+			cli.Access{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: o.Name},
+			// What the registration webhook asks before hubAcceptsClient changes.
+			cli.Access{Verb: "update", Group: "register.open-cluster-management.io", Resource: "managedclusters", Subresource: "accept", Name: o.Name})
+	}
+	return out
+}
+
+// token obtains the join's token as clusteradm get token does. Request
+// logs never show it.
+func (o *JoinCommandOptions) token(ctx context.Context, hub *Hub) (joinToken, error) {
+	t := joinToken{Source: o.tokenSource()}
+	ctx = cli.HideBodies(ctx)
+	if o.UseBootstrapToken {
+		l, err := hub.Kube.CoreV1().Secrets(bootstrapSecretNamespace).List(ctx, metav1.ListOptions{LabelSelector: bootstrapSecretSelector})
+		if err != nil {
+			return t, cli.Refusedf("listing the bootstrap token Secrets of %s: %w; nothing was changed", bootstrapSecretNamespace, err)
+		}
+		s := newestBootstrapSecret(l.Items)
+		if s == nil {
+			return t, cli.Refusedf("there is no bootstrap token Secret (%s*, labelled %s) in %s; nothing was changed: run without --use-bootstrap-token to mint a ServiceAccount token",
+				bootstrapSecretPrefix, bootstrapSecretSelector, bootstrapSecretNamespace)
+		}
+		t.Source = "Secret " + bootstrapSecretNamespace + "/" + s.Name
+		t.Value = string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
+		if exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"])); err == nil {
+			t.Expires = &metav1.Time{Time: exp}
+		}
+		return t, nil
+	}
+	seconds := int64(bootstrapTokenSeconds)
+	tr, err := hub.Kube.CoreV1().ServiceAccounts(bootstrapSANamespace).CreateToken(ctx, bootstrapSAName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if apierrors.IsNotFound(err) {
+		return t, cli.Refusedf("there is no ServiceAccount %s/%s (clusteradm init makes it); nothing was changed: a hub set up with clusteradm init --use-bootstrap-token has a bootstrap token Secret instead: run again with --use-bootstrap-token",
+			bootstrapSANamespace, bootstrapSAName)
+	}
+	if err != nil {
+		return t, fmt.Errorf("minting a token of ServiceAccount %s/%s: %w", bootstrapSANamespace, bootstrapSAName, err)
+	}
+	t.Value, t.Expires = tr.Status.Token, &tr.Status.ExpirationTimestamp
+	return t, nil
+}
+
+// newestBootstrapSecret is the newest bootstrap token Secret, as
+// clusteradm picks it.
+func newestBootstrapSecret(secrets []corev1.Secret) *corev1.Secret {
+	var newest *corev1.Secret
+	for i := range secrets {
+		s := &secrets[i]
+		if strings.HasPrefix(s.Name, bootstrapSecretPrefix) && (newest == nil || newest.CreationTimestamp.Before(&s.CreationTimestamp)) {
+			newest = s
+		}
+	}
+	return newest
+}
+
+// print writes the line (or the report with -o) to stdout, and in the
+// table view what to do with it to stderr.
+func (o *JoinCommandOptions) print(r *JoinCommandReport) error {
+	if !o.Output.IsTable() {
+		return o.Output.Print(o.Out, r, nil)
+	}
+	fmt.Fprintln(o.Out, r.Command)
+	fmt.Fprintf(o.ErrOut, "Run it on the cluster %s, with a kubeconfig of that cluster (clusteradm installs the klusterlet there).\n", o.Name)
+	switch {
+	case r.DryRun != "":
+		fmt.Fprintln(o.ErrOut, "Dry run: no token was minted; run again without --dry-run.")
+	case r.Token == cli.Redacted:
+		fmt.Fprintf(o.ErrOut, "The token (%s) is not shown: run again with --show-token to print it; anyone who holds it can ask to register clusters with this hub.\n", r.TokenSource)
+	}
+	if r.TokenExpires != nil && r.DryRun == "" {
+		fmt.Fprintf(o.ErrOut, "The token expires at %s: the cluster must join before.\n", r.TokenExpires.UTC().Format(time.RFC3339))
+	}
+	if u, err := url.Parse(r.HubAPIServer); err == nil && loopback(u.Hostname()) {
+		fmt.Fprintf(o.ErrOut, "Warning: %s is this machine's own address; give the URL the cluster reaches the hub at with --hub-apiserver.\n", r.HubAPIServer)
+	}
+	if !o.Accept && r.DryRun == "" {
+		fmt.Fprintf(o.ErrOut, "Next: once it ran, check the request (kubectl get csr -l %s=%s) and accept it: clusteradm accept --clusters %s (or run this with --accept to wait and accept).\n",
+			csrClusterLabel, o.Name, o.Name)
+	}
+	return nil
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// waitAndAccept waits for the cluster's ManagedCluster and, with --accept,
+// accepts it and waits until it joined.
+func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *Hub, r *JoinCommandReport) error {
+	d := cli.NewDeadline(o.Timeout)
+	p := cli.NewProgress(o.ErrOut)
+	var mc ocm.ManagedCluster
+	err := cli.WaitFor(ctx, "ManagedCluster "+o.Name, hub.watchOne(ocm.ManagedClusterResource, "", o.Name), &unstructured.Unstructured{}, d.Left(), p,
+		func(objs []any) (bool, string, error) {
+			found, err := one(objs, &mc)
+			if err != nil || !found {
+				return false, "not there yet: run the printed command on the cluster", err
+			}
+			return true, "created by the cluster's agent", nil
+		})
+	if err == nil && o.Accept {
+		err = hub.acceptCluster(ctx, &mc, d, p)
+	}
+	if err != nil && cli.ExitCode(err) == cli.ExitTimedOut {
+		until := ""
+		if r.TokenExpires != nil {
+			until = " (the token is valid until " + r.TokenExpires.UTC().Format(time.RFC3339) + ")"
+		}
+		return fmt.Errorf("%w; the cluster may still join%s: see kubectl spoke status %s, and accept it with clusteradm accept --clusters %s", err, until, o.Name, o.Name)
+	}
+	return err
+}
+
+// acceptCluster does what clusteradm accept does: approves the cluster's
+// CSRs its rules allow, sets hubAcceptsClient, then waits until the
+// cluster joined and is available.
+func (h *Hub) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
+	var decision csrDecision
+	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, cli.ListWatch(h.Dynamic.Resource(csrResource), "", csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
+		func(objs []any) (bool, string, error) {
+			csrs := make([]certificatesv1.CertificateSigningRequest, len(objs))
+			for i := range objs {
+				if err := api.DecodeUnstructured(objs[i].(*unstructured.Unstructured), &csrs[i]); err != nil {
+					return false, "", err
+				}
+			}
+			var err error
+			if decision, err = decideCSRs(mc, csrs); err != nil {
+				return false, "", err
+			}
+			return decision.ready(), fmt.Sprintf("%d request(s), %d to approve", len(csrs), len(decision.Approve)), nil
+		})
+	if err != nil {
+		return err
+	}
+	for i := range decision.Approve {
+		if err := h.approveCSR(ctx, &decision.Approve[i]); err != nil {
+			return err
+		}
+		p.Printf("certificatesigningrequest/%s approved", decision.Approve[i].Name)
+	}
+	if err := h.setHubAcceptsClient(ctx, mc.Name); err != nil {
+		return err
+	}
+	p.Printf("managedcluster/%s accepted (hubAcceptsClient: true)", mc.Name)
+	return h.waitClusterJoined(ctx, mc.Name, d, p)
+}
+
+// approveCSR approves one CSR; when it changed meanwhile, it is read again
+// and left alone once someone approved or denied it.
+func (h *Hub) approveCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
+	csrs := h.Kube.CertificatesV1().CertificateSigningRequests()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if approved, denied := approval(csr); approved || denied {
+			return nil
+		}
+		c := csr.DeepCopy()
+		c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "KubectlSpokeAccept",
+			Message: "approved by kubectl spoke join-command --accept", LastUpdateTime: metav1.Now(),
+		})
+		_, err := csrs.UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) {
+			if fresh, gerr := csrs.Get(ctx, c.Name, metav1.GetOptions{}); gerr == nil {
+				*csr = *fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("approving certificatesigningrequest %s: %w", csr.Name, err)
+	}
+	return nil
+}
+
+// setHubAcceptsClient accepts the cluster, guarded by the resourceVersion
+// it read; one accepted meanwhile is left as it is.
+func (h *Hub) setHubAcceptsClient(ctx context.Context, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc, err := h.ManagedCluster(ctx, name)
+		if err != nil {
+			return err
+		}
+		if mc == nil {
+			return fmt.Errorf("ManagedCluster %s was deleted while it was being accepted", name)
+		}
+		if mc.Spec.HubAcceptsClient {
+			return nil
+		}
+		patch, err := json.Marshal([]api.PatchOp{
+			{Op: "test", Path: "/metadata/resourceVersion", Value: mc.ResourceVersion},
+			{Op: "add", Path: "/spec/hubAcceptsClient", Value: true},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = h.Dynamic.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsInvalid(err) {
+			// The test failed: the cluster changed since it was read.
+			return apierrors.NewConflict(ocm.ManagedClusterResource.GroupResource(), name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("accepting ManagedCluster %s: %w", name, err)
+		}
+		return nil
+	})
+}
