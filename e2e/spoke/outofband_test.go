@@ -57,7 +57,7 @@ func TestOutOfBandCluster(t *testing.T) {
 	before := stateOf(t, name, work)
 
 	// Without -n: the namespace comes from the fleet's Hub, as users run it.
-	r := harness.Kubectl(t, hub.For(t.TempDir()), "spoke", "list")
+	r = harness.Kubectl(t, hub.For(t.TempDir()), "spoke", "list")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Regexp(`(?m)^edge-oob\s+OutOfBand\s+True\s+True\s+`, r.Stdout), r)
 
