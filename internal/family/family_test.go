@@ -57,6 +57,7 @@ current-context: spoke
 		"kubectl spoke rotate-kubeconfig":     {"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", kubeconfig, "--secret", "spoke-1-kubeconfig-2"},
 		"kubectl spoke set":                   {"set", "spoke-1", "logVerbosity=4"},
 		"kubectl spoke values-diff":           {"values-diff"}, // its one file flag, --values or --helmrelease, each rule adds
+		"kubectl spoke prepare":               {"prepare", "--output-file", filepath.Join(t.TempDir(), "prepared.kubeconfig")},
 		"kubectl fleetdrain node":             {"node", "worker-1"},
 		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
 		"kubectl fleetdrain uncordon node":    {"uncordon", "node", "worker-1"},

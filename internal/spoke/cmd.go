@@ -48,6 +48,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdRotateKubeconfig(f, streams),
 		NewCmdSet(f, streams),
 		NewCmdValuesDiff(f, streams),
+		NewCmdPrepare(f, streams),
 	)
 	return root
 }
