@@ -59,6 +59,7 @@ current-context: spoke
 		"kubectl spoke values-diff":           {"values-diff"}, // its one file flag, --values or --helmrelease, each rule adds
 		"kubectl spoke health":                {"health"},
 		"kubectl spoke join-command":          {"join-command", "spoke-1", "--accept"},
+		"kubectl spoke prepare":               {"prepare", "--output-file", filepath.Join(t.TempDir(), "prepared.kubeconfig")},
 		"kubectl fleetdrain node":             {"node", "worker-1"},
 		"kubectl fleetdrain cluster":          {"cluster", "spoke-1"},
 		"kubectl fleetdrain uncordon node":    {"uncordon", "node", "worker-1"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -66,17 +67,71 @@ func (k *Kubeconfig) Reach(ctx context.Context) (Identity, error) {
 	return id, nil
 }
 
-// JoinPermissions are what joining a cluster needs of the identity in its
-// kubeconfig: the join installs the klusterlet operator (CRDs, RBAC,
-// namespaces, a deployment).
-var JoinPermissions = []authorizationv1.ResourceAttributes{
-	{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-	{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
-	{Verb: "create", Resource: "namespaces"},
-	{Verb: "delete", Resource: "namespaces"},
-	{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "open-cluster-management"},
-	{Verb: "create", Resource: "secrets", Namespace: "open-cluster-management-agent"},
+// The names the join's objects have on a spoke in the klusterlet's Default
+// mode: clusteradm join renders OCM's klusterlet chart into these.
+const (
+	klusterletOperatorNamespace = "open-cluster-management"
+	klusterletAgentNamespace    = "open-cluster-management-agent"
+	klusterletName              = "klusterlet"
+	klusterletCRD               = "klusterlets.operator.open-cluster-management.io"
+)
+
+// JoinPermissions are what the hub's FleetConfig controller does on a spoke
+// with the kubeconfig stored for it, in addon and in unified mode:
+// `clusteradm join --wait` applies the klusterlet chart (each object read,
+// created when missing, then patched as kubectl apply does) and follows the
+// operator's pod and the Klusterlet; in addon mode the controller also
+// creates its agent's namespace; `clusteradm unjoin --purge-operator`, run
+// with the same kubeconfig in unified mode or when the agent never took
+// over, deletes what the join made. add checks each of them with a
+// SelfSubjectAccessReview, and prepare grants exactly these: one list.
+//
+// A create names no object (RBAC cannot limit it by name); every other verb
+// names the one object it needs where the tools name it. The join creates
+// the klusterlet operator's ClusterRole, which itself grants escalate and
+// bind on roles: escalate is needed to create it, and makes whoever holds
+// these as powerful as cluster-admin.
+var JoinPermissions = slices.Concat(
+	// Where the klusterlet finds its own API server (a miss is only warned).
+	access("", "configmaps", "kube-public", "cluster-info", "get"),
+	// Whether the operator runs already, and its pods while waiting for it.
+	access("apps", "deployments", klusterletOperatorNamespace, klusterletName, "get", "patch", "delete"),
+	access("apps", "deployments", klusterletOperatorNamespace, "", "create"),
+	access("", "pods", klusterletOperatorNamespace, "", "list", "watch"),
+	// The Klusterlet CRD, waited for until it is served.
+	access("apiextensions.k8s.io", "customresourcedefinitions", "", klusterletCRD, "get", "patch", "delete"),
+	access("apiextensions.k8s.io", "customresourcedefinitions", "", "", "create"),
+	// The operator's and the agent's namespaces; in addon mode also the
+	// FleetConfig agent's (named as the controller's namespace on the hub).
+	access("", "namespaces", "", klusterletOperatorNamespace, "get", "patch"),
+	access("", "namespaces", "", klusterletAgentNamespace, "get", "patch", "delete"),
+	access("", "namespaces", "", "", "create"),
+	// The image pull secret and the hub's bootstrap kubeconfig.
+	access("", "secrets", klusterletOperatorNamespace, "open-cluster-management-image-pull-credentials", "get", "patch"),
+	access("", "secrets", klusterletOperatorNamespace, "", "create"),
+	access("", "secrets", klusterletAgentNamespace, "bootstrap-hub-kubeconfig", "get", "patch"),
+	access("", "secrets", klusterletAgentNamespace, "", "create"),
+	// The operator's ServiceAccount, ClusterRole and ClusterRoleBinding.
+	access("", "serviceaccounts", klusterletOperatorNamespace, klusterletName, "get", "patch", "delete"),
+	access("", "serviceaccounts", klusterletOperatorNamespace, "", "create"),
+	access("rbac.authorization.k8s.io", "clusterroles", "", klusterletName, "get", "patch", "delete", "bind"),
+	access("rbac.authorization.k8s.io", "clusterroles", "", "", "create", "escalate"),
+	access("rbac.authorization.k8s.io", "clusterrolebindings", "", klusterletName, "get", "patch", "delete"),
+	access("rbac.authorization.k8s.io", "clusterrolebindings", "", "", "create"),
+	// The Klusterlet, followed until its agents are up; unjoin lists them.
+	access("operator.open-cluster-management.io", "klusterlets", "", klusterletName, "get", "patch", "delete"),
+	access("operator.open-cluster-management.io", "klusterlets", "", "", "create", "list", "watch"),
+	// unjoin refuses to remove the agent while works it applied remain.
+	access("work.open-cluster-management.io", "appliedmanifestworks", "", "", "list"),
+)
+
+// access is one permission for each verb.
+func access(group, resource, namespace, name string, verbs ...string) []authorizationv1.ResourceAttributes {
+	out := make([]authorizationv1.ResourceAttributes, 0, len(verbs))
+	for _, v := range verbs {
+		out = append(out, authorizationv1.ResourceAttributes{Verb: v, Group: group, Resource: resource, Namespace: namespace, Name: name})
+	}
+	return out
 }
 
 // MissingPermissions asks the cluster (SelfSubjectAccessReview) which of

@@ -50,6 +50,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdValuesDiff(f, streams),
 		NewCmdHealth(f, streams),
 		NewCmdJoinCommand(f, streams),
+		NewCmdPrepare(f, streams),
 	)
 	return root
 }

@@ -1,0 +1,85 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// agentStandIn gives the prepared ServiceAccount what the klusterlet
+// operator would give its own agents: the harness runs the klusterlet agent
+// with the kubeconfig the join used, where a real cluster runs it under the
+// operator's ServiceAccounts. It is bound only after add's checks passed
+// with prepare's role alone.
+const agentStandIn = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-prepared-agent-stand-in}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: spokekit-join, namespace: spokekit-system}]
+`
+
+// prepare on the new spoke, then add with the file it wrote: every check of
+// add passes with the prepared identity alone; the real agent then joins.
+// A re-run reuses the token; an existing file is refused and kept.
+func TestPrepareThenAdd(t *testing.T) {
+	const name = "prepared"
+	file := filepath.Join(t.TempDir(), "prepared.kubeconfig")
+	prepare := func(args ...string) (int, string, string) {
+		t.Helper()
+		r, err := spoke2.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "prepare", "--output-file", file}, args...)...)
+		assert.NilError(t, err)
+		return r.ExitCode, r.Stdout, r.Stderr
+	}
+	code, out, errOut := prepare("--dry-run=client", "-o", "yaml")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, is.Contains(out, "name: spokekit:spoke-join"))
+	_, err := os.Stat(file)
+	assert.Check(t, os.IsNotExist(err), "a dry run writes no file")
+
+	code, out, errOut = prepare()
+	assert.Equal(t, code, 0, "%s\n%s", out, errOut)
+	assert.Check(t, is.Contains(out, "passes add's checks"), out)
+	info, err := os.Stat(file)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(info.Mode().Perm(), os.FileMode(0o600)))
+	first := readFile(t, file)
+
+	code, _, errOut = prepare()
+	assert.Equal(t, code, 3, errOut)
+	assert.Check(t, is.Contains(errOut, "exists; nothing was changed: pass --overwrite"))
+	code, out, errOut = prepare("--overwrite")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, is.Contains(out, "reused (its token stays valid)"), out)
+	assert.Check(t, is.Equal(readFile(t, file), first), "the same token")
+
+	// add's checks (long-lived credential, each permission of the join) with
+	// prepare's role alone.
+	r := spoke(t, "add", name, "--spoke-kubeconfig", file)
+	assert.Equal(t, r.ExitCode, 0, r)
+
+	assert.NilError(t, spoke2.ApplyYAML(ctx(t), agentStandIn))
+	t.Cleanup(func() {
+		r := spoke(t, "remove", name, "--wait", "--timeout", "2m")
+		assert.Check(t, r.ExitCode == 0, r)
+	})
+	r = spoke(t, "add", name, "--spoke-kubeconfig", file, "--apply", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	waitAvailable(t, name)
+}
+
+// A kubeconfig that cannot be read is refused, and nothing is written.
+func TestPrepareRefusesAnUnreadableKubeconfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "out.kubeconfig")
+	r, err := spoke2.For(t.TempDir()).Kubectl(ctx(t), "spoke", "prepare", "--output-file", file, "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+	_, err = os.Stat(file)
+	assert.Check(t, os.IsNotExist(err))
+}
