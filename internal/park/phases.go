@@ -189,8 +189,15 @@ func phaseSummary(phases []PhaseReport) string {
 	}
 	var parts []string
 	for _, ph := range phases {
-		if ph.Name == PhaseNodes || ph.Name == PhaseCSRs {
+		switch {
+		case ph.Name == PhaseNodes:
 			parts = append(parts, ph.Detail)
+		case ph.Name == PhaseCSRs && ph.State == PhaseDone:
+			// The count and names, without the advice that follows them.
+			pending, _, _ := strings.Cut(ph.Detail, " (")
+			parts = append(parts, "CSRs: "+pending)
+		case ph.Name == PhaseCSRs:
+			parts = append(parts, "CSRs not listed")
 		}
 	}
 	return "all done: " + strings.Join(parts, "; ")
