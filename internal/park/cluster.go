@@ -181,7 +181,11 @@ func (o *ParkOptions) Validate() error {
 		return err
 	}
 	if o.ControlPlane {
-		return cli.Refusedf("the control plane of cluster %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", o.Name)
+		target := "cluster " + o.Name
+		if o.Selector != "" {
+			target = "the clusters of -l " + o.Selector
+		}
+		return cli.Refusedf("the control plane of %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", target)
 	}
 	return nil
 }
