@@ -112,13 +112,15 @@ type ParkOptions struct {
 	ControlPlane bool
 
 	now func() time.Time
+	// by is the user a bulk run records, asked once.
+	by string
 }
 
 // NewCmdParkCluster builds `kubectl park cluster NAME`.
 func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ParkOptions{changeOptions: newChangeOptions(f, streams, 10*time.Minute), now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "cluster NAME",
+		Use:   "cluster (NAME | -l SELECTOR)",
 		Short: "Scale every worker pool of a cluster to zero and record what it was",
 		Long: templates.LongDesc(`
 			Park a Cluster API cluster: every worker pool of its topology
@@ -134,7 +136,18 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			and park reads the Cluster again and makes a new plan.
 
 			The control plane keeps running and cannot be parked. Parking a
-			parked cluster changes nothing and keeps the first record.`),
+			parked cluster changes nothing and keeps the first record.
+
+			With -l instead of NAME, park parks every cluster whose labels
+			match, of the namespace (or of every namespace with -A). It plans
+			all of them first: if any plan is refused, no cluster is changed
+			(exit 3) and the refusals are listed, one row each. Then it parks
+			them, and with --wait waits for them, --max-concurrent at a time
+			(--timeout is each cluster's), and prints one row per cluster.
+			The exit code is the worst of the clusters': 1 when one failed,
+			4 when some only ran out of --timeout, 130 after Ctrl-C (each
+			row then says what was changed and the state the cluster was
+			left in). Running the same command again finishes the job.`),
 		Example: templates.Examples(`
 			# Park the cluster "app" in the Environment namespace dynamo-prod
 			kubectl park cluster app -n dynamo-prod
@@ -144,8 +157,11 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			kubectl park cluster app -n dynamo-prod --wait --timeout 15m --cluster-kubeconfig app.kubeconfig
 
 			# Show the patch that would be sent, without sending it
-			kubectl park cluster app -n dynamo-prod --dry-run=client -o json`),
-		Args:              cli.ExactArgs(1, "NAME"),
+			kubectl park cluster app -n dynamo-prod --dry-run=client -o json
+
+			# Park every cluster labelled env=dev, of every namespace, four at a time
+			kubectl park cluster -l env=dev -A --max-concurrent 4 --wait`),
+		Args:              bulkArgs,
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
 		RunE:              cli.RunE(o, o.Complete),
 	}
@@ -154,6 +170,7 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until the cluster's worker machines are gone, then show what survives.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
 	o.addClusterKubeconfigFlag(cmd)
+	o.addBulkFlags(cmd, "park")
 	cmd.Flags().BoolVar(&o.ControlPlane, "control-plane", false, "Ask to park the control plane too (always refused: it cannot be parked).")
 	return cmd
 }
@@ -164,7 +181,11 @@ func (o *ParkOptions) Validate() error {
 		return err
 	}
 	if o.ControlPlane {
-		return cli.Refusedf("the control plane of cluster %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", o.Name)
+		target := "cluster " + o.Name
+		if o.Selector != "" {
+			target = "the clusters of -l " + o.Selector
+		}
+		return cli.Refusedf("the control plane of %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", target)
 	}
 	return nil
 }
@@ -172,7 +193,13 @@ func (o *ParkOptions) Validate() error {
 // Run finds the platform's Cluster API, parks the cluster and, with --wait,
 // follows its machines away.
 func (o *ParkOptions) Run(ctx context.Context) error {
-	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.park(ctx, p) })
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error {
+		if o.Selector == "" {
+			return o.park(ctx, p)
+		}
+		o.by = p.WhoAmI(ctx)
+		return o.runBulk(ctx, p, "park", BulkParked, o)
+	})
 }
 
 func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
@@ -180,7 +207,7 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 		return err
 	}
 	var before []capi.Machine
-	if o.Wait && o.DryRun == cli.DryRunNone {
+	if o.waits() {
 		// The wait ends by reading the cluster itself.
 		if err := p.RefuseNoClusterAccess(ctx, o.Name, o.ClusterKubeconfig); err != nil {
 			return err
@@ -192,40 +219,60 @@ func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
 		}
 		before = ms
 	}
-	by := p.WhoAmI(ctx)
-	var owners []string
-	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
-		owners = ReplicasOwners(c)
-		class, err := p.clusterClass(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		if err := refuseClassAutoscaled(c, class); err != nil {
-			return nil, err
-		}
-		return PlanPark(c, o.now(), by)
-	})
+	plan, err := o.apply(ctx, p, p.WhoAmI(ctx))
 	if err != nil {
 		return err
 	}
-	plan.DryRun = cli.DryRunName(o.DryRun)
-	o.done(len(plan.Changes) > 0, "is already parked", fmt.Sprintf("parked: %d pool(s) set to 0 replicas", len(plan.Changes)))
-	if w := gitOpsWarning(owners, "un-park the cluster"); w != "" {
-		fmt.Fprintln(o.Streams.ErrOut, w)
-	}
 	var waitErr error
-	if o.Wait && o.DryRun == cli.DryRunNone {
+	if o.waits() {
 		deadline := cli.NewDeadline(o.Timeout)
-		if waitErr = o.waitParked(ctx, p, deadline); waitErr == nil {
+		if waitErr = o.wait(ctx, p, deadline); waitErr == nil {
 			plan.Survivors = o.survivors(ctx, p, before, deadline.Left())
-		} else {
-			waitErr = fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", waitErr)
 		}
 	}
 	if err := o.print(plan); err != nil {
 		return err
 	}
 	return waitErr
+}
+
+// plan is park's plan of one read of the cluster, as user by: refused
+// when its ClusterClass hands a pool to the autoscaler.
+func (o *ParkOptions) plan(ctx context.Context, p *Platform, c *capi.Cluster, by string) (*ParkPlan, error) {
+	class, err := p.clusterClass(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseClassAutoscaled(c, class); err != nil {
+		return nil, err
+	}
+	return PlanPark(c, o.now(), by)
+}
+
+// apply plans the park from a fresh read of the cluster and sends the
+// patch.
+func (o *ParkOptions) apply(ctx context.Context, p *Platform, by string) (*ParkPlan, error) {
+	var owners []string
+	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ParkPlan, error) {
+		owners = ReplicasOwners(c)
+		return o.plan(ctx, p, c, by)
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.DryRun = cli.DryRunName(o.DryRun)
+	o.done(len(plan.Changes) > 0, "is already parked", fmt.Sprintf("parked: %d pool(s) set to 0 replicas", len(plan.Changes)))
+	o.warn(gitOpsWarning(owners, "un-park the cluster"))
+	return plan, nil
+}
+
+// wait follows the parked cluster's machines away (waitParked), within
+// deadline.
+func (o *ParkOptions) wait(ctx context.Context, p *Platform, deadline cli.Deadline) error {
+	if err := o.waitParked(ctx, p, deadline); err != nil {
+		return fmt.Errorf("%w; the cluster is parked and its record kept, its worker machines are still going: run the same command again to keep waiting", err)
+	}
+	return nil
 }
 
 // waitParked follows the worker Machines until they are gone, naming those
@@ -259,25 +306,18 @@ func (o *ParkOptions) waitParked(ctx context.Context, p *Platform, deadline cli.
 // Parked, that is when the Cluster's own status no longer counts workers
 // (Cluster API updates it a few seconds after the last Machine is gone).
 func clusterParked(objs []any) (bool, string, error) {
-	for _, obj := range objs {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		c, err := capi.FromUnstructured[capi.Cluster](u)
-		if err != nil {
-			return false, "", err
-		}
-		if row := Row(c); row.State != StateParked {
-			var n *int32
-			if w := c.Status.WorkerCounts(); w != nil {
-				n = w.Replicas
-			}
-			return false, fmt.Sprintf("%s: its status still counts %s worker(s)", row.State, countOrDash(n)), nil
-		}
-		return true, "Parked: its status counts no workers", nil
+	c, err := watchedCluster(objs)
+	if err != nil || c == nil {
+		return false, "not found", err
 	}
-	return false, "not found", nil
+	if row := Row(c); row.State != StateParked {
+		var n *int32
+		if w := c.Status.WorkerCounts(); w != nil {
+			n = w.Replicas
+		}
+		return false, fmt.Sprintf("%s: its status still counts %s worker(s)", row.State, countOrDash(n)), nil
+	}
+	return true, "Parked: its status counts no workers", nil
 }
 
 func (o *ParkOptions) print(plan *ParkPlan) error {

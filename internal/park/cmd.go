@@ -61,6 +61,8 @@ type changeOptions struct {
 	// ClusterKubeconfig is the user's own kubeconfig for the workload
 	// cluster, which --wait reads (else its NAME-kubeconfig secret).
 	ClusterKubeconfig string
+	// bulk is -l, -A and --max-concurrent: many clusters in one run (bulk.go).
+	bulk
 
 	f        *cli.Factory
 	progress *cli.Progress
@@ -73,7 +75,9 @@ func newChangeOptions(f *cli.Factory, streams genericiooptions.IOStreams, timeou
 // Complete fills the options from the command line and the kubeconfig; it
 // sends no request.
 func (o *changeOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
+	if len(args) > 0 {
+		o.Name = args[0]
+	}
 	var err error
 	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
 		return err
@@ -87,7 +91,14 @@ func (o *changeOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate rejects a bad name, -o or --timeout before any request.
 func (o *changeOptions) Validate() error {
-	if err := validateTarget(o.Name, o.Namespace); err != nil {
+	if err := o.validateBulk(); err != nil {
+		return err
+	}
+	if o.Selector == "" {
+		if err := validateTarget(o.Name, o.Namespace); err != nil {
+			return err
+		}
+	} else if err := cli.ValidateNames(cli.NamespaceName, o.Namespace); err != nil {
 		return err
 	}
 	if err := o.Output.Validate(); err != nil {
@@ -114,3 +125,13 @@ func (o *changeOptions) done(changed bool, already, did string) {
 		o.progress.Done("cluster %s/%s %s", o.Namespace, o.Name, did)
 	}
 }
+
+// warn says w (if any) about the cluster on stderr.
+func (o *changeOptions) warn(w string) {
+	if w != "" {
+		o.progress.Printf("cluster %s/%s: %s", o.Namespace, o.Name, w)
+	}
+}
+
+// waits tells whether the command waits: --wait, and not a dry run.
+func (o *changeOptions) waits() bool { return o.Wait && o.DryRun == cli.DryRunNone }

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -34,6 +34,8 @@ type ResumePlan struct {
 	// Gone are recorded pools no longer in the topology.
 	Gone  []string `json:"gone,omitempty"`
 	Patch Patch    `json:"patch,omitempty"`
+	// Phases are where the resume's named phases got to, after --wait.
+	Phases []PhaseReport `json:"phases,omitempty"`
 }
 
 func (p *ResumePlan) patch() Patch { return p.Patch }
@@ -147,13 +149,16 @@ type ResumeOptions struct {
 	Replicas int32
 
 	replicasSet bool
+	// view is what --wait has seen of the cluster (a bulk run copies the
+	// options for each cluster).
+	view resumeView
 }
 
 // NewCmdResume builds `kubectl park resume NAME`.
 func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ResumeOptions{changeOptions: newChangeOptions(f, streams, 15*time.Minute)}
 	cmd := &cobra.Command{
-		Use:   "resume NAME",
+		Use:   "resume (NAME | -l SELECTOR)",
 		Short: "Bring a parked cluster's workers back to what was recorded",
 		Long: templates.LongDesc(`
 			Resume a parked Cluster API cluster: every pool recorded by park gets
@@ -162,9 +167,28 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			every parked pool to N instead; it is needed for a cluster parked by
 			hand (pools at zero and no record).
 
-			With --wait, resume follows the worker machines through their
-			phases (provisioning, running, nodes joined, nodes Ready) until all are back.
-			Resuming a running cluster changes nothing.`),
+			With --wait, resume follows the cluster through named phases, in
+			order: "control plane available" (the Cluster's
+			ControlPlaneAvailable condition), "machines running" (as many
+			worker machines as the pools ask for, running with their nodes
+			joined), "nodes Ready" (in the workload cluster) and "pending CSRs
+			listed" (certificate signing requests nobody approved yet,
+			reported, never approved; a list that cannot be read does not hold
+			the resume). When --timeout runs out, it exits 4 naming the phase
+			the cluster is stuck in. Resuming a running cluster changes
+			nothing, so running the same command again finishes the wait.
+
+			With -l instead of NAME, resume resumes every cluster whose labels
+			match, of the namespace (or of every namespace with -A). It plans
+			all of them first: if any plan is refused, no cluster is changed
+			(exit 3) and the refusals are listed, one row each. Then it resumes
+			them, and with --wait waits for them, --max-concurrent at a time
+			(--timeout is each cluster's; each is reached through its
+			NAME-kubeconfig secret), and prints one row per cluster with the
+			phase it reached. The exit code is the worst of the clusters': 1
+			when one failed, 4 when some only ran out of --timeout, 130 after
+			Ctrl-C (each row then says what was changed and the state the
+			cluster was left in).`),
 		Example: templates.Examples(`
 			# Resume the cluster "app" to what it was when parked
 			kubectl park resume app -n dynamo-prod
@@ -174,17 +198,21 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			kubectl park resume app -n dynamo-prod --wait --timeout 20m --cluster-kubeconfig app.kubeconfig
 
 			# Resume a cluster parked by hand with two workers per pool
-			kubectl park resume app -n dynamo-prod --replicas 2`),
-		Args:              cli.ExactArgs(1, "NAME"),
+			kubectl park resume app -n dynamo-prod --replicas 2
+
+			# Resume every cluster labelled env=dev, two at a time, and name the phase of any that is stuck
+			kubectl park resume -l env=dev -n dynamo-prod --max-concurrent 2 --wait --timeout 15m`),
+		Args:              bulkArgs,
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
 		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "Set every parked pool to this many replicas instead of the recorded ones.")
-	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait until every worker machine runs and its node is Ready.")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Wait through the named phases until every worker machine runs and its node is Ready.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits, then exit 4 (0: no limit).")
 	o.addClusterKubeconfigFlag(cmd)
+	o.addBulkFlags(cmd, "resume")
 	return cmd
 }
 
@@ -212,74 +240,146 @@ func (o *ResumeOptions) Validate() error {
 // Run finds the platform's Cluster API, resumes the cluster and, with
 // --wait, follows the workers back.
 func (o *ResumeOptions) Run(ctx context.Context) error {
-	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.resume(ctx, p) })
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error {
+		if o.Selector == "" {
+			return o.resume(ctx, p)
+		}
+		return o.runBulk(ctx, p, "resume", BulkResumed, o)
+	})
 }
 
 func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
-	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+	if err := o.check(ctx, p); err != nil {
 		return err
 	}
-	var replicas *int32
-	if o.replicasSet {
-		replicas = &o.Replicas
-	}
-	if o.Wait && o.DryRun == cli.DryRunNone {
-		// The wait ends on the cluster's own nodes.
-		if err := p.RefuseNoClusterAccess(ctx, o.Name, o.ClusterKubeconfig); err != nil {
-			return err
-		}
-	}
-	var owners []string
-	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
-		owners = ReplicasOwners(c)
-		return PlanResume(c, replicas)
-	})
+	plan, err := o.apply(ctx, p)
 	if err != nil {
 		return err
 	}
-	plan.DryRun = cli.DryRunName(o.DryRun)
-	o.done(len(plan.Patch) > 0, "is not parked", fmt.Sprintf("resumed: %d pool(s) restored", len(plan.Changes)))
-	if w := gitOpsWarning(owners, "park the cluster again, or change the counts restored"); w != "" {
-		fmt.Fprintln(o.Streams.ErrOut, w)
-	}
-	var waitErr error
-	if o.Wait && o.DryRun == cli.DryRunNone {
-		if waitErr = o.waitWorkersBack(ctx, p); waitErr != nil {
-			waitErr = fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", waitErr)
-		}
-	}
+	waitErr := o.wait(ctx, p, plan)
 	if err := o.print(plan); err != nil {
 		return err
 	}
 	return waitErr
 }
 
-// waitWorkersBack follows the pools' Machines until as many worker machines
-// as desired run with their node joined, then the workload cluster's Nodes
-// until those nodes are Ready. Both waits share the one --timeout.
-func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error {
-	desired, err := o.desiredWorkers(ctx, p)
+// check is what resume checks before it plans: the user may patch the
+// Cluster (and follow it), and --wait has a way into the workload cluster.
+func (o *ResumeOptions) check(ctx context.Context, p *Platform) error {
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+		return err
+	}
+	if o.Wait && o.DryRun == cli.DryRunNone {
+		// The wait ends on the cluster's own nodes.
+		return p.RefuseNoClusterAccess(ctx, o.Name, o.ClusterKubeconfig)
+	}
+	return nil
+}
+
+// plan is resume's plan of one read of the cluster.
+func (o *ResumeOptions) plan(c *capi.Cluster) (*ResumePlan, error) {
+	var replicas *int32
+	if o.replicasSet {
+		replicas = &o.Replicas
+	}
+	return PlanResume(c, replicas)
+}
+
+// apply plans the resume from a fresh read of the cluster and sends the
+// patch.
+func (o *ResumeOptions) apply(ctx context.Context, p *Platform) (*ResumePlan, error) {
+	var owners []string
+	plan, err := applyPlan(ctx, p, o.Name, o.DryRun, o.progress, func(c *capi.Cluster) (*ResumePlan, error) {
+		owners = ReplicasOwners(c)
+		return o.plan(c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.DryRun = cli.DryRunName(o.DryRun)
+	o.done(len(plan.Patch) > 0, "is not parked", fmt.Sprintf("resumed: %d pool(s) restored", len(plan.Changes)))
+	o.warn(gitOpsWarning(owners, "park the cluster again, or change the counts restored"))
+	return plan, nil
+}
+
+// wait follows the resume's phases with --wait and keeps them in the plan.
+func (o *ResumeOptions) wait(ctx context.Context, p *Platform, plan *ResumePlan) error {
+	if !o.Wait || o.DryRun != cli.DryRunNone {
+		return nil
+	}
+	var err error
+	if plan.Phases, err = o.waitResumed(ctx, p); err != nil {
+		return fmt.Errorf("%w; the pools are restored, their workers are still coming back: run the same command again to keep waiting", err)
+	}
+	return nil
+}
+
+// waitResumed follows a resume through its named phases (phases.go), all
+// within the one --timeout: the control plane available, the worker
+// machines running with their nodes joined, those nodes Ready in the
+// workload cluster, and the CSRs pending there listed. It returns where
+// each phase got to; a wait that ends early names the phase it stopped in.
+func (o *ResumeOptions) waitResumed(ctx context.Context, p *Platform) ([]PhaseReport, error) {
+	o.view = resumeView{}
+	err := o.followPhases(ctx, p)
+	phases := resumePhases(o.view)
+	if name := stuckPhase(phases); name != "" && err != nil {
+		err = fmt.Errorf("cluster %s stuck in phase %q: %w", o.Name, name, err)
+	}
+	return phases, err
+}
+
+func (o *ResumeOptions) followPhases(ctx context.Context, p *Platform) error {
+	deadline := cli.NewDeadline(o.Timeout)
+	err := cli.WaitFor(ctx, "control plane of "+o.Name, p.clusterWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress,
+		func(objs []any) (bool, string, error) {
+			c, err := watchedCluster(objs)
+			if err != nil || c == nil {
+				return false, "cluster not found", err
+			}
+			o.view.cluster = c
+			done, detail := controlPlaneAvailable(c)
+			return done, detail, nil
+		})
 	if err != nil {
 		return err
 	}
-	deadline := cli.NewDeadline(o.Timeout)
-	var nodes []string
-	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
+	// The pools as the wait's own read of the Cluster has them, after the patch.
+	pools, err := workerPools(o.view.cluster)
+	if err != nil {
+		return err
+	}
+	if o.view.desired, err = desiredOf(pools); err != nil {
+		return err
+	}
+	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, deadline.Left(), o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
 			if err != nil {
 				return false, "", err
 			}
-			phase := resumePhase(ms, desired)
-			if phase.done {
-				nodes = joinedNodes(ms)
-			}
+			o.view.machines, o.view.machinesSeen = ms, true
+			phase := resumePhase(ms, o.view.desired)
 			return phase.done, phase.String(), nil
 		})
 	if err != nil {
 		return err
 	}
-	return o.waitNodesReady(ctx, p, nodes, deadline.Left())
+	if err := o.waitNodesReady(ctx, p, joinedNodes(o.view.machines), deadline.Left()); err != nil {
+		return err
+	}
+	o.listCSRs(ctx, p, deadline.Left())
+	return nil
+}
+
+// watchedCluster is the one Cluster a clusterWatch holds, or nil.
+func watchedCluster(objs []any) (*capi.Cluster, error) {
+	for _, obj := range objs {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return capi.FromUnstructured[capi.Cluster](u)
+		}
+	}
+	return nil, nil
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached with
@@ -297,24 +397,45 @@ func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names [
 		_, err = kube.CoreV1().Nodes().List(rctx, metav1.ListOptions{Limit: 1})
 	}
 	if cli.IsRefused(err) {
+		o.view.nodesError = "not checked: the kubeconfig was refused"
 		return scrubbed(err)
 	}
 	if err != nil {
+		o.view.nodesError = "not checked: " + notChecked(ctx, err)
 		o.progress.Done("nodes of %s: not checked", o.Name)
 		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %s; run the same command again to check", len(names), notChecked(ctx, err)))
 	}
-	want := sets.New(names...)
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())
 	return cli.WaitFor(ctx, "nodes of "+o.Name, lw, &corev1.Node{}, timeout, o.progress,
 		func(objs []any) (bool, string, error) {
-			ready := 0
+			o.view.nodes, o.view.nodesSeen = o.view.nodes[:0], true
 			for _, obj := range objs {
-				if n, ok := obj.(*corev1.Node); ok && want.Has(n.Name) && nodeReady(*n) {
-					ready++
+				if n, ok := obj.(*corev1.Node); ok {
+					o.view.nodes = append(o.view.nodes, *n)
 				}
 			}
-			return ready >= want.Len(), fmt.Sprintf("nodes Ready: %d of %d", ready, want.Len()), nil
+			done, state := nodesReady(o.view.nodes, names)
+			return done, state, nil
 		})
+}
+
+// listCSRs lists the workload cluster's certificate signing requests, to
+// name the pending ones; it only reports, so a list that cannot be read
+// is said and holds nothing up.
+func (o *ResumeOptions) listCSRs(ctx context.Context, p *Platform, left time.Duration) {
+	kube, _, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
+	if err == nil {
+		rctx, cancel := p.clusterContext(ctx, left)
+		defer cancel()
+		var l *certv1.CertificateSigningRequestList
+		if l, err = kube.CertificatesV1().CertificateSigningRequests().List(rctx, metav1.ListOptions{}); err == nil {
+			o.view.csrs, o.view.csrsSeen = l.Items, true
+			o.progress.Done("CSRs of %s: %s", o.Name, pendingCSRs(l.Items))
+			return
+		}
+	}
+	o.view.csrsError = "not listed: " + notChecked(ctx, err)
+	o.progress.Done("CSRs of %s: %s", o.Name, o.view.csrsError)
 }
 
 // joinedNodes names the nodes of the running worker machines.
@@ -326,20 +447,6 @@ func joinedNodes(ms []capi.Machine) []string {
 		}
 	}
 	return names
-}
-
-// desiredWorkers is how many worker machines the topology asks for once
-// resumed; a pool left to the autoscaler counts its minimum.
-func (o *ResumeOptions) desiredWorkers(ctx context.Context, p *Platform) (int, error) {
-	c, err := p.Cluster(ctx, o.Name)
-	if err != nil {
-		return 0, err
-	}
-	pools, err := workerPools(c)
-	if err != nil {
-		return 0, err
-	}
-	return desiredOf(pools)
 }
 
 // desiredOf adds up the workers the pools ask for. A pool left to the
@@ -418,6 +525,10 @@ func (o *ResumeOptions) print(plan *ResumePlan) error {
 	}
 	if plan.DryRun != "" && len(plan.Patch) > 0 {
 		writePatch(w, plan.Patch)
+	}
+	if len(plan.Phases) > 0 {
+		fmt.Fprintln(w)
+		return cli.WriteTable(w, phasesTable(plan.Phases), false)
 	}
 	return nil
 }

@@ -177,10 +177,38 @@ type ClusterStatus struct {
 	Phase string `json:"phase,omitempty"`
 	// Workers counts the worker machines (v1beta2).
 	Workers *ReplicaCounts `json:"workers,omitempty"`
-	// V1Beta2 carries the same counts in v1beta1.
+	// Conditions are the v1beta2 conditions in v1beta2 (v1beta1's own,
+	// e.g. ControlPlaneReady, in v1beta1).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// V1Beta2 carries the same counts and conditions in v1beta1.
 	V1Beta2 *struct {
-		Workers *ReplicaCounts `json:"workers,omitempty"`
+		Workers    *ReplicaCounts     `json:"workers,omitempty"`
+		Conditions []metav1.Condition `json:"conditions,omitempty"`
 	} `json:"v1beta2,omitempty"`
+}
+
+// The Cluster conditions that say whether its control plane serves: the
+// v1beta2 one, and the v1beta1 one of a Cluster API older than v1.9.
+const (
+	ClusterControlPlaneAvailableCondition = "ControlPlaneAvailable"
+	ClusterControlPlaneReadyCondition     = "ControlPlaneReady"
+)
+
+// Condition returns the condition of a type from the v1beta2 conditions
+// (either version), else from v1beta1's own, or nil.
+func (s ClusterStatus) Condition(t string) *metav1.Condition {
+	lists := [][]metav1.Condition{s.Conditions}
+	if s.V1Beta2 != nil {
+		lists = [][]metav1.Condition{s.V1Beta2.Conditions, s.Conditions}
+	}
+	for _, conds := range lists {
+		for i := range conds {
+			if conds[i].Type == t {
+				return &conds[i]
+			}
+		}
+	}
+	return nil
 }
 
 // ReplicaCounts summarises a set of machines.
