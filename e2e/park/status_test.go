@@ -144,3 +144,20 @@ healthCheck:
 	r = kubectl(t, "park", "status", "nope", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 3, r)
 }
+
+// After resume --wait has said the workers are back, status must not
+// contradict it: the platform's health checks count them healthy too. (make
+// demo showed "nodes Ready: 6 of 6" and then "0 of 3 machines healthy": the
+// MachineHealthCheck had not checked the new machines yet.)
+func TestResumeWaitAndStatusAgree(t *testing.T) {
+	createCluster(t, namespace, "agree", "in-memory", "{class: default-worker, name: md-0, replicas: 2}")
+	waitRunningWorkers(t, namespace, "agree", 2)
+	r := kubectl(t, "park", "cluster", "agree", "-n", namespace, "--wait", "--timeout", "4m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	r = kubectl(t, "park", "resume", "agree", "-n", namespace, "--wait", "--timeout", "4m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	r = kubectl(t, "park", "status", "agree", "-n", namespace)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`MachineHealthCheck agree-md-0-\S+: 2 of 2 machines healthy`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`(?m)^\s+md-0\s+MachineDeployment\s+2/2\s`, r.Stdout), r)
+}
