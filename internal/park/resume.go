@@ -264,6 +264,7 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error 
 	}
 	deadline := cli.NewDeadline(o.Timeout)
 	var nodes []string
+	var workers []capi.Machine
 	err = cli.WaitFor(ctx, "workers of "+o.Name, p.machineWatch(o.Name), &unstructured.Unstructured{}, o.Timeout, o.progress,
 		func(objs []any) (bool, string, error) {
 			ms, err := workerMachines(objs)
@@ -272,14 +273,17 @@ func (o *ResumeOptions) waitWorkersBack(ctx context.Context, p *Platform) error 
 			}
 			phase := resumePhase(ms, desired)
 			if phase.done {
-				nodes = joinedNodes(ms)
+				nodes, workers = joinedNodes(ms), ms
 			}
 			return phase.done, phase.String(), nil
 		})
 	if err != nil {
 		return err
 	}
-	return o.waitNodesReady(ctx, p, nodes, deadline.Left())
+	if err := o.waitNodesReady(ctx, p, nodes, deadline.Left()); err != nil {
+		return err
+	}
+	return o.waitHealthChecked(ctx, p, workers, deadline.Left())
 }
 
 // waitNodesReady watches the workload cluster's Nodes (reached with
