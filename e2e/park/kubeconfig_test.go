@@ -60,7 +60,7 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		assert.Equal(t, string(now), string(before))
 	})
 
-	t.Run("--role view: a token that may list nodes, not delete them", func(t *testing.T) {
+	t.Run("--role: tokens that may read, not delete", func(t *testing.T) {
 		// The simulated API server has no RBAC or TokenRequest: a real one.
 		moveToTenant(t, namespace, "kc")
 		_, node := workerNode(t, namespace, "kc")
@@ -74,10 +74,24 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		r = kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", view, "--role", "view", "--duration", "1h")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, !strings.Contains(r.Stderr, "admin credential"), r)
-		r = workload(t, view, "get", "nodes")
+		// Kubernetes' view reads namespaced objects (not nodes) and changes nothing.
+		r = workload(t, view, "get", "pods", "-A")
+		assert.Equal(t, r.ExitCode, 0, r)
+		r = workload(t, view, "delete", "pods", "--all", "-n", "default", "--dry-run=server")
+		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), r)
+		r = workload(t, view, "delete", "node", node, "--dry-run=server")
+		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), r)
+		// A role that reads nodes, made by the cluster's admin: its token
+		// lists them.
+		r = workload(t, workloadKubeconfig(t, namespace, "kc"), "create", "clusterrole", "node-reader", "--verb", "get,list", "--resource", "nodes")
+		assert.Equal(t, r.ExitCode, 0, r)
+		reader := filepath.Join(dir, "kc-reader.kubeconfig")
+		r = kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", reader, "--role", "node-reader")
+		assert.Equal(t, r.ExitCode, 0, r)
+		r = workload(t, reader, "get", "nodes")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, node), r)
-		r = workload(t, view, "delete", "node", node, "--dry-run=server")
+		r = workload(t, reader, "delete", "node", node, "--dry-run=server")
 		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), r)
 		r = workload(t, view, "auth", "whoami")
 		assert.Check(t, is.Contains(r.Stdout, "system:serviceaccount:spokekit-system:spokekit-park-view"), r)
