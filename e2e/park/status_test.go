@@ -130,7 +130,9 @@ healthCheck:
 		"Pending CSRs: not available (listing certificate signing requests"} {
 		assert.Check(t, is.Contains(r.Stdout, want), r)
 	}
-	assert.Check(t, is.Regexp(`(?m)^\s+md-0\s+MachineDeployment\s+1/1\s+1\s*$`, r.Stdout), "one replacement in the window: %s", r)
+	assert.Check(t, is.Regexp(`(?m)^\s+md-0\s+MachineDeployment\s+v1\.37\.0\s+1/1\s+1\s+1\s*$`, r.Stdout), "version, ready, updated, one replacement in the window: %s", r)
+	assert.Check(t, is.Contains(r.Stdout, "Kubernetes version: v1.37.0"), r)
+	assert.Check(t, is.Regexp(`Control plane: KubeadmControlPlane flaky-\S+, 1 machine\(s\)`, r.Stdout), r)
 	assert.Check(t, !strings.Contains(r.Stdout+r.Stderr, "client-key-data") && !strings.Contains(r.Stdout+r.Stderr, "BEGIN"), "no credential in output")
 
 	r = kubectl(t, "park", "status", "flaky", "-n", namespace, "-o", "json")
@@ -143,4 +145,21 @@ healthCheck:
 	assert.Equal(t, r.ExitCode, 2, r)
 	r = kubectl(t, "park", "status", "nope", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 3, r)
+}
+
+// After resume --wait has said the workers are back, status must not
+// contradict it: the platform's health checks count them healthy too. (make
+// demo showed "nodes Ready: 6 of 6" and then "0 of 3 machines healthy": the
+// MachineHealthCheck had not checked the new machines yet.)
+func TestResumeWaitAndStatusAgree(t *testing.T) {
+	createCluster(t, namespace, "agree", "in-memory", "{class: default-worker, name: md-0, replicas: 2}")
+	waitRunningWorkers(t, namespace, "agree", 2)
+	r := kubectl(t, "park", "cluster", "agree", "-n", namespace, "--wait", "--timeout", "4m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	r = kubectl(t, "park", "resume", "agree", "-n", namespace, "--wait", "--timeout", "4m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	r = kubectl(t, "park", "status", "agree", "-n", namespace)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`MachineHealthCheck agree-md-0-\S+: 2 of 2 machines healthy`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`(?m)^\s+md-0\s+MachineDeployment\s+v1\.37\.0\s+2/2\s+2\s`, r.Stdout), r)
 }

@@ -69,6 +69,7 @@ current-context: spoke
 		"kubectl park resume":                 {"resume", "app", "--wait"},
 		"kubectl park list":                   {"list"},
 		"kubectl park status":                 {"status", "app"},
+		"kubectl park kubeconfig":             {"kubeconfig", "app", "--output-file", filepath.Join(t.TempDir(), "app.kubeconfig")},
 	}
 }
 

@@ -27,7 +27,9 @@ func changeAccess(namespace, cluster string, wait bool) []cli.Access {
 	if wait {
 		for _, verb := range []string{"list", "watch"} {
 			needs = append(needs, cli.Access{Verb: verb, Group: capi.Group, Resource: capi.MachineResource, Namespace: namespace},
-				cli.Access{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace})
+				cli.Access{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace},
+				// resume --wait: the health checks of the workers back.
+				cli.Access{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace})
 		}
 	}
 	return needs

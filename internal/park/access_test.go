@@ -2,7 +2,11 @@ package park
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -45,5 +49,20 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		})
 		assert.Check(t, used, "granted but never needed: %s", cli.DescribeAccess(g))
 		assert.Check(t, g.Resource != "secrets", "granted: %s", cli.DescribeAccess(g))
+	}
+}
+
+// park kubeconfig reads the one NAME-kubeconfig Secret: spokekit-park does
+// not grant it, and the opt-in that rbac.yaml shows is the one the command
+// prints when it is refused.
+func TestKubeconfigSecretIsTheOptIn(t *testing.T) {
+	role := clitest.PluginRoles(t, "park")["spokekit-park"]
+	secret := cli.Access{Verb: "get", Resource: "secrets", Namespace: "dynamo-prod", Name: capi.KubeconfigSecretName("app")}
+	assert.Check(t, !clitest.Allows(role.Rules, secret))
+	_, file, _, _ := runtime.Caller(0)
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "plugins", "kubectl-park", "rbac.yaml"))
+	assert.NilError(t, err)
+	for _, line := range strings.Split(cli.SecretGrant("spokekit-park", "dynamo-prod", secret.Name, []string{secret.Verb}, "alice"), "\n") {
+		assert.Check(t, strings.Contains(string(data), "#     "+strings.TrimSpace(line)+"\n"), "rbac.yaml does not show: %s", line)
 	}
 }

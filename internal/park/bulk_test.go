@@ -286,10 +286,12 @@ func TestResumePhases(t *testing.T) {
 			nodesSeen: true, nodes: []corev1.Node{node("w-1", corev1.ConditionTrue), node("w-2", corev1.ConditionFalse)}}, true},
 		{"the nodes could not be read", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
 			nodesError: "not checked: timed out"}, true},
+		{"nodes Ready, the health checks not agreeing yet", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDetail: "MachineHealthCheck app-md-0: 1 of 2 worker(s) healthy"}, true},
 		{"done, one CSR pending", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, csrsSeen: true, csrs: pending}, false},
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsSeen: true, csrs: pending}, false},
 		{"done, the CSRs could not be listed", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, csrsError: "not listed: the server could not find the requested resource"}, true},
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsError: "not listed: the server could not find the requested resource"}, true},
 	}
 	var out bytes.Buffer
 	for _, tc := range cases {

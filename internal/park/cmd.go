@@ -36,6 +36,7 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdResume(f, streams),
 		NewCmdList(f, streams),
 		NewCmdStatus(f, streams),
+		NewCmdKubeconfig(f, streams),
 	)
 	return root
 }

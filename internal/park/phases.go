@@ -23,6 +23,9 @@ const (
 	PhaseMachines = "machines running"
 	// PhaseNodes: those nodes are Ready in the workload cluster.
 	PhaseNodes = "nodes Ready"
+	// PhaseHealth: the MachineHealthChecks that select the workers have
+	// checked each one and count it healthy, so park status agrees.
+	PhaseHealth = "health checks passed"
 	// PhaseCSRs: the certificate signing requests still pending in the
 	// workload cluster are listed (reported, never approved). It only
 	// reports: a list that cannot be read does not hold the resume.
@@ -60,9 +63,12 @@ type resumeView struct {
 	nodesSeen    bool
 	// nodesError says why the workload cluster's nodes were not read.
 	nodesError string
-	csrs       []certv1.CertificateSigningRequest
-	csrsSeen   bool
-	csrsError  string
+	// healthDone: the health checks count every worker healthy.
+	healthSeen, healthDone bool
+	healthDetail           string
+	csrs                   []certv1.CertificateSigningRequest
+	csrsSeen               bool
+	csrsError              string
 }
 
 // resumePhases says where each named phase is, from what the wait has
@@ -109,6 +115,12 @@ func resumePhases(v resumeView) []PhaseReport {
 		nDone, nDetail = nodesReady(v.nodes, joinedNodes(v.machines))
 	}
 	add(PhaseNodes, nDone, nState, nDetail)
+
+	hDetail := "the health checks not read yet"
+	if v.healthSeen {
+		hDetail = v.healthDetail
+	}
+	add(PhaseHealth, v.healthDone, "", hDetail)
 
 	cDone, cState, cDetail := false, "", "not listed yet"
 	switch {

@@ -303,9 +303,7 @@ func (p *Platform) kubeconfigSecretNotYet(ctx context.Context, cluster string) b
 // secretKubeconfig loads the kubeconfig of the cluster's NAME-kubeconfig
 // secret; its body is never logged, whatever -v says.
 func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubeconfig.Kubeconfig, string, error) {
-	secret := capi.KubeconfigSecretName(cluster)
-	source := "secret " + p.Namespace + "/" + secret
-	s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), secret, metav1.GetOptions{})
+	s, source, err := p.kubeconfigSecret(ctx, cluster)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			return nil, source, fmt.Errorf("no kubeconfig for the cluster: the current user may not read %s (the opt-in Role for it is not bound)", source)
@@ -317,6 +315,14 @@ func (p *Platform) secretKubeconfig(ctx context.Context, cluster string) (*kubec
 	}
 	kc, err := kubeconfig.FromSecret(s, capi.KubeconfigSecretKey)
 	return kc, source, err
+}
+
+// kubeconfigSecret reads the cluster's NAME-kubeconfig Secret, whose body
+// is never logged, whatever -v says; source names it for messages.
+func (p *Platform) kubeconfigSecret(ctx context.Context, cluster string) (*corev1.Secret, string, error) {
+	secret := capi.KubeconfigSecretName(cluster)
+	s, err := p.Kube.CoreV1().Secrets(p.Namespace).Get(cli.HideBodies(ctx), secret, metav1.GetOptions{})
+	return s, "secret " + p.Namespace + "/" + secret, err
 }
 
 // RefuseNoClusterAccess is the preflight of a --wait that will reach the

@@ -368,6 +368,9 @@ func (o *ResumeOptions) followPhases(ctx context.Context, p *Platform) error {
 	if err := o.waitNodesReady(ctx, p, joinedNodes(o.view.machines), deadline.Left()); err != nil {
 		return err
 	}
+	if err := o.waitHealthChecked(ctx, p, o.view.machines, deadline.Left()); err != nil {
+		return err
+	}
 	o.listCSRs(ctx, p, deadline.Left())
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +35,10 @@ type StatusReport struct {
 
 // PlatformView is the platform's view: is it happy with the cluster?
 type PlatformView struct {
-	Phase            string          `json:"phase"`
+	Phase string `json:"phase"`
+	// Version is the Kubernetes version the topology asks for.
+	Version          string          `json:"version,omitempty"`
+	ControlPlane     ControlPlane    `json:"controlPlane"`
 	Pools            []PoolHealth    `json:"pools"`
 	Machines         map[string]int  `json:"machines"`
 	HealthChecks     []HealthCheck   `json:"healthChecks"`
@@ -51,11 +55,25 @@ type PoolHealth struct {
 	// Name is the pool's name in the topology; Object is the name of its
 	// MachineDeployment or MachinePool, which Cluster API derives from the
 	// cluster's and the pool's names and a random suffix.
-	Name     string `json:"name"`
-	Object   string `json:"object"`
-	Ready    int32  `json:"ready"`
+	Name    string `json:"name"`
+	Object  string `json:"object"`
+	Version string `json:"version,omitempty"`
+	Ready   int32  `json:"ready"`
+	// Updated counts the machines rolled out to the pool's current spec
+	// (nil when the pool does not say).
+	Updated  *int32 `json:"updated,omitempty"`
 	Desired  int32  `json:"desired"`
 	Replaced int    `json:"replaced"`
+}
+
+// ControlPlane is the cluster's control plane as the platform has it.
+type ControlPlane struct {
+	Kind     string `json:"kind,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Machines int    `json:"machines"`
+	// Hosted is a control plane that runs as pods on the platform (Kamaji),
+	// not on Machines: it has no nodes in the cluster.
+	Hosted bool `json:"hosted"`
 }
 
 // HealthCheck is one MachineHealthCheck of the cluster.
@@ -104,20 +122,26 @@ func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) P
 	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window},
 		ReplicasOwners: ReplicasOwners(o.Cluster)}
 	owner := map[string]int{}
-	add := func(kind string, meta metav1.ObjectMeta, topologyLabel string, spec *int32, st capi.MachineSetStatus) {
+	if t := o.Cluster.Spec.Topology; t != nil {
+		v.Version = t.Version
+	}
+	if ref := o.Cluster.Spec.ControlPlaneRef; ref != nil {
+		v.ControlPlane.Kind, v.ControlPlane.Name = ref.Kind, ref.Name
+	}
+	add := func(kind string, meta metav1.ObjectMeta, topologyLabel string, spec capi.MachineSetSpec, st capi.MachineSetStatus) {
 		name := meta.Name
 		if n := meta.Labels[topologyLabel]; n != "" {
 			name = n
 		}
-		p := PoolHealth{Kind: kind, Name: name, Object: meta.Name, Ready: deref(st.ReadyReplicas), Desired: deref(spec)}
+		p := PoolHealth{Kind: kind, Name: name, Object: meta.Name, Version: spec.Template.Spec.Version, Ready: deref(st.ReadyReplicas), Updated: st.Updated(), Desired: deref(spec.Replicas)}
 		owner[meta.Name] = len(v.Pools)
 		v.Pools = append(v.Pools, p)
 	}
 	for _, d := range o.Deployments {
-		add("MachineDeployment", d.ObjectMeta, capi.TopologyDeploymentNameLabel, d.Spec.Replicas, d.Status)
+		add("MachineDeployment", d.ObjectMeta, capi.TopologyDeploymentNameLabel, d.Spec, d.Status)
 	}
 	for _, p := range o.Pools {
-		add("MachinePool", p.ObjectMeta, capi.TopologyPoolNameLabel, p.Spec.Replicas, p.Status)
+		add("MachinePool", p.ObjectMeta, capi.TopologyPoolNameLabel, p.Spec, p.Status)
 	}
 	machinePool := map[string]string{}
 	for _, m := range o.Machines {
@@ -126,6 +150,9 @@ func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) P
 			phase = capi.MachinePhasePending
 		}
 		v.Machines[phase]++
+		if _, ok := m.Labels[capi.MachineControlPlaneLabel]; ok {
+			v.ControlPlane.Machines++
+		}
 		if n := m.Labels[capi.MachineDeploymentNameLabel]; n != "" {
 			machinePool[m.Name] = n
 		} else if n := m.Labels[capi.MachinePoolNameLabel]; n != "" {
@@ -151,6 +178,8 @@ func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) P
 		v.ControlPlanePods = append(v.ControlPlanePods, p.Name+" ("+string(p.Status.Phase)+")")
 	}
 	sort.Strings(v.ControlPlanePods)
+	v.ControlPlane.Hosted = v.ControlPlane.Name != "" && v.ControlPlane.Machines == 0 &&
+		(slices.Contains(capi.HostedControlPlaneKinds, v.ControlPlane.Kind) || len(o.Pods) > 0)
 	return v
 }
 
@@ -391,13 +420,18 @@ func (r StatusReport) write(w io.Writer) {
 	pv := r.Platform
 	fmt.Fprintf(w, "Platform view of %s/%s\n", r.Metadata.Namespace, r.Metadata.Name)
 	fmt.Fprintf(w, "  Cluster phase: %s\n", orDash(pv.Phase))
-	t := cli.Table{Columns: []cli.Column{{Name: "  POOL"}, {Name: "KIND"}, {Name: "READY"}, {Name: fmt.Sprintf("REPLACED (%s)", pv.Window.Duration)}}}
+	fmt.Fprintf(w, "  Kubernetes version: %s\n", orDash(pv.Version))
+	t := cli.Table{Columns: []cli.Column{{Name: "  POOL"}, {Name: "KIND"}, {Name: "VERSION"}, {Name: "READY"}, {Name: "UPDATED"}, {Name: fmt.Sprintf("REPLACED (%s)", pv.Window.Duration)}}}
 	for _, p := range pv.Pools {
 		replaced := fmt.Sprint(p.Replaced)
 		if p.Replaced >= ReplacedThreshold {
 			replaced += " - keeps being replaced"
 		}
-		t.Rows = append(t.Rows, []string{"  " + p.Name, p.Kind, fmt.Sprintf("%d/%d", p.Ready, p.Desired), replaced})
+		updated := "-"
+		if p.Updated != nil {
+			updated = fmt.Sprint(*p.Updated)
+		}
+		t.Rows = append(t.Rows, []string{"  " + p.Name, p.Kind, orDash(p.Version), fmt.Sprintf("%d/%d", p.Ready, p.Desired), updated, replaced})
 	}
 	_ = cli.WriteTable(w, t, false)
 	var phases []string
@@ -412,6 +446,11 @@ func (r StatusReport) write(w io.Writer) {
 		fmt.Fprintln(w, "  MachineHealthCheck: none (unhealthy workers are not replaced automatically)")
 	}
 	fmt.Fprintf(w, "  Control-plane pods: %s\n", orDash(strings.Join(pv.ControlPlanePods, ", ")))
+	if cp := pv.ControlPlane; cp.Hosted {
+		fmt.Fprintf(w, "  Control plane: %s %s, hosted on the platform (its pods above), not Machines: it has no nodes in the cluster, whose nodes are its workers only\n", cp.Kind, cp.Name)
+	} else if cp.Name != "" {
+		fmt.Fprintf(w, "  Control plane: %s %s, %d machine(s)\n", cp.Kind, cp.Name, cp.Machines)
+	}
 	if len(pv.ReplicasOwners) > 0 {
 		fmt.Fprintf(w, "  ! Worker replicas also set by: %s. It may un-park this cluster (or park it again) by itself; park and resume through it\n", strings.Join(pv.ReplicasOwners, "; "))
 	}
@@ -426,7 +465,11 @@ func (r StatusReport) write(w io.Writer) {
 		fmt.Fprintf(w, "  not available: %s\n", cv.Error)
 		return
 	}
-	fmt.Fprintf(w, "  NotReady nodes: %s\n", noneOr(cv.NotReadyNodes))
+	hosted := ""
+	if pv.ControlPlane.Hosted {
+		hosted = " (workers only: the hosted control plane has no nodes, none is missing)"
+	}
+	fmt.Fprintf(w, "  NotReady nodes: %s%s\n", noneOr(cv.NotReadyNodes), hosted)
 	fmt.Fprintf(w, "  Pods not Running: %s\n", cv.part(partPods, cv.PodsNotRunning))
 	fmt.Fprintf(w, "  Pending CSRs: %s\n", cv.part(partCSRs, cv.PendingCSRs))
 	if len(cv.PendingCSRs) > 0 {

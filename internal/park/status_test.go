@@ -2,11 +2,13 @@ package park
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,17 +25,19 @@ func unhealthyEvent(machine string, at time.Time) corev1.Event {
 func TestStatusCountsReplacementsPerPool(t *testing.T) {
 	now := parkedAt
 	objs := PlatformObjects{
-		Cluster: &capi.Cluster{Status: capi.ClusterStatus{Phase: "Provisioned"}},
+		Cluster: &capi.Cluster{Spec: capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KubeadmControlPlane", Name: "app-cp-x2"}},
+			Status: capi.ClusterStatus{Phase: "Provisioned"}},
 		Deployments: []capi.MachineDeployment{
 			// Cluster API names a topology's MachineDeployment with a random
 			// suffix and labels it with the pool's name, which status shows.
-			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(3)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(2)}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}}, Spec: withVersion(capi.MachineSetSpec{Replicas: int32Ptr(3)}, "v1.34.1"), Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(2), UpToDateReplicas: int32Ptr(1)}},
 			// A name that is a prefix of another pool's must not take its machines.
 			{ObjectMeta: metav1.ObjectMeta{Name: "app-md"}, Spec: capi.MachineSetSpec{Replicas: int32Ptr(1)}, Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(1)}},
 		},
 		Machines: []capi.Machine{
 			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-aaaaa", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0-x7k2p"}}, Status: capi.MachineStatus{Phase: "Running"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "app-md-x1"}, Status: capi.MachineStatus{Phase: "Provisioning"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "app-cp-x2-abcde", Labels: map[string]string{capi.MachineControlPlaneLabel: ""}}, Status: capi.MachineStatus{Phase: "Running"}},
 		},
 		HealthChecks: []capi.MachineHealthCheck{{ObjectMeta: metav1.ObjectMeta{Name: "app-workers"}, Status: capi.MachineHealthCheckStatus{ExpectedMachines: int32Ptr(4), CurrentHealthy: int32Ptr(3)}}},
 		Pods:         []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
@@ -96,4 +100,53 @@ func TestStatusNamesWhoElseSetsTheReplicas(t *testing.T) {
 	assert.Check(t, len(plain.ReplicasOwners) == 0)
 	assert.Equal(t, gitOpsWarning(plain.ReplicasOwners, "un-park the cluster"), "")
 	assert.Check(t, strings.Contains(gitOpsWarning([]string{"Flux Kustomization apps"}, "un-park the cluster"), "Flux Kustomization apps, which may set them back and un-park the cluster"))
+}
+
+func withVersion(spec capi.MachineSetSpec, version string) capi.MachineSetSpec {
+	spec.Template.Spec.Version = version
+	return spec
+}
+
+// A Kamaji control plane runs as pods on the platform, not on Machines:
+// status says the cluster has no control-plane node, so that a user who
+// counts nodes does not look for one.
+func TestStatusSaysAHostedControlPlaneHasNoNodes(t *testing.T) {
+	objs := PlatformObjects{
+		Cluster: &capi.Cluster{Spec: capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KamajiControlPlane", Name: "app-x7k"}},
+			Status: capi.ClusterStatus{Phase: "Provisioned"}},
+		Deployments: []capi.MachineDeployment{{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}},
+			Spec: withVersion(capi.MachineSetSpec{Replicas: int32Ptr(3)}, "v1.34.1"), Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(3), UpToDateReplicas: int32Ptr(3)}}},
+		Machines: []capi.Machine{{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p-a", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0-x7k2p"}}, Status: capi.MachineStatus{Phase: "Running"}}},
+		Pods:     []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app-x7k-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
+	}
+	pv := BuildPlatformView(objs, parkedAt, time.Hour)
+	assert.Check(t, pv.ControlPlane.Hosted)
+	cv := BuildClusterView(nil, nil, nil)
+	cv.Source = "app.kubeconfig"
+	var out bytes.Buffer
+	StatusReport{ReportMeta: api.NewNamespacedReportMeta("ClusterStatus", "dynamo-prod", "app"), Platform: pv, Cluster: cv}.write(&out)
+	golden.Assert(t, out.String(), "status-hosted.golden")
+
+	// Kubeadm's control plane while its first machine is coming: not hosted.
+	objs.Cluster.Spec.ControlPlaneRef.Kind, objs.Pods = "KubeadmControlPlane", nil
+	assert.Check(t, !BuildPlatformView(objs, parkedAt, time.Hour).ControlPlane.Hosted)
+}
+
+// UPDATED is read from what the served version calls it: v1beta2's
+// upToDateReplicas, v1beta1's v1beta2 block, or the older updatedReplicas.
+func TestStatusReadsTheUpdatedCountOfEitherVersion(t *testing.T) {
+	for doc, want := range map[string]int32{
+		`{"status":{"upToDateReplicas":2,"deprecated":{"v1beta1":{"updatedReplicas":1}}}}`: 2,
+		`{"status":{"updatedReplicas":1,"v1beta2":{"upToDateReplicas":3}}}`:                3,
+		`{"status":{"updatedReplicas":1}}`:                                                 1,
+		`{"status":{"deprecated":{"v1beta1":{"updatedReplicas":4}}}}`:                      4,
+	} {
+		var md capi.MachineDeployment
+		assert.NilError(t, json.Unmarshal([]byte(doc), &md))
+		got := md.Status.Updated()
+		if assert.Check(t, got != nil, doc) {
+			assert.Check(t, is.Equal(*got, want), doc)
+		}
+	}
+	assert.Check(t, capi.MachineSetStatus{}.Updated() == nil)
 }

@@ -49,6 +49,9 @@ const (
 	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
 	// MachineDeploymentNameLabel names the MachineDeployment of a Machine.
 	MachineDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
+	// MachineControlPlaneLabel is on the Machines of a control plane made of
+	// Machines (a hosted one, e.g. Kamaji's, has none).
+	MachineControlPlaneLabel = "cluster.x-k8s.io/control-plane"
 	// MachinePoolNameLabel names the MachinePool of a Machine.
 	MachinePoolNameLabel = "cluster.x-k8s.io/pool-name"
 	// TopologyOwnedLabel marks objects the topology controller manages.
@@ -249,12 +252,48 @@ type MachinePool struct {
 type MachineSetSpec struct {
 	ClusterName string `json:"clusterName"`
 	Replicas    *int32 `json:"replicas,omitempty"`
+	// Template.Spec.Version is the Kubernetes version of the pool's machines.
+	Template struct {
+		Spec struct {
+			Version string `json:"version,omitempty"`
+		} `json:"spec,omitempty"`
+	} `json:"template,omitempty"`
 }
 
 // MachineSetStatus is what MachineDeployments and MachinePools report.
 type MachineSetStatus struct {
 	Replicas      *int32 `json:"replicas,omitempty"`
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+	// UpToDateReplicas counts the machines rolled out to the current spec
+	// (v1beta2; in v1beta1 under V1Beta2).
+	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
+	// UpdatedReplicas is v1beta1's older count of the same (in v1beta2
+	// under Deprecated.V1Beta1).
+	UpdatedReplicas *int32 `json:"updatedReplicas,omitempty"`
+	V1Beta2         *struct {
+		UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
+	} `json:"v1beta2,omitempty"`
+	Deprecated *struct {
+		V1Beta1 *struct {
+			UpdatedReplicas *int32 `json:"updatedReplicas,omitempty"`
+		} `json:"v1beta1,omitempty"`
+	} `json:"deprecated,omitempty"`
+}
+
+// Updated is how many machines are rolled out to the current spec, read
+// from either version (v1beta2's up-to-date count first), or nil.
+func (s MachineSetStatus) Updated() *int32 {
+	switch {
+	case s.UpToDateReplicas != nil:
+		return s.UpToDateReplicas
+	case s.V1Beta2 != nil && s.V1Beta2.UpToDateReplicas != nil:
+		return s.V1Beta2.UpToDateReplicas
+	case s.UpdatedReplicas != nil:
+		return s.UpdatedReplicas
+	case s.Deprecated != nil && s.Deprecated.V1Beta1 != nil:
+		return s.Deprecated.V1Beta1.UpdatedReplicas
+	}
+	return nil
 }
 
 // Machine is one worker (or control-plane) machine.
@@ -316,11 +355,17 @@ type MachineHealthCheckSpec struct {
 	Selector    metav1.LabelSelector `json:"selector"`
 }
 
+// HostedControlPlaneKinds are control planes that run as pods on the
+// platform rather than on Machines of the cluster.
+var HostedControlPlaneKinds = []string{"KamajiControlPlane"}
+
 // MachineHealthCheckStatus is the health check's count of its machines.
 type MachineHealthCheckStatus struct {
 	ExpectedMachines    *int32 `json:"expectedMachines,omitempty"`
 	CurrentHealthy      *int32 `json:"currentHealthy,omitempty"`
 	RemediationsAllowed *int32 `json:"remediationsAllowed,omitempty"`
+	// Targets names the machines the health check counted.
+	Targets []string `json:"targets,omitempty"`
 }
 
 // FromUnstructured is api.FromUnstructured, kept for the Cluster API code

@@ -1,0 +1,264 @@
+package park
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
+)
+
+// The lifetimes a --role token may be asked for: the TokenRequest API's
+// least, and a year, past which a "short-lived" credential is not one.
+const (
+	MinTokenDuration     = 10 * time.Minute
+	MaxTokenDuration     = 365 * 24 * time.Hour
+	DefaultTokenDuration = 8 * time.Hour
+)
+
+// The kinds of credential park kubeconfig writes.
+const (
+	CredentialAdmin = "admin"
+	CredentialToken = "token"
+)
+
+// KubeconfigReport is what park kubeconfig did (or, under a dry run, would
+// do): the file it wrote and, with --role, what it made in the workload
+// cluster. It never holds the credential.
+type KubeconfigReport struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string `json:"dryRun,omitempty"`
+	OutputFile     string `json:"outputFile"`
+	// Source is where the admin kubeconfig was read: the cluster's
+	// NAME-kubeconfig Secret.
+	Source     string `json:"source"`
+	Server     string `json:"server"`
+	Credential string `json:"credential"`
+	// Role, ServiceAccount and Expires describe a --role credential.
+	Role           string           `json:"role,omitempty"`
+	ServiceAccount string           `json:"serviceAccount,omitempty"`
+	Expires        *metav1.Time     `json:"expires,omitempty"`
+	Objects        []WorkloadObject `json:"objects,omitempty"`
+}
+
+// Subjects is the Cluster whose kubeconfig this is, for -o name.
+func (r KubeconfigReport) Subjects() []string {
+	return []string{api.ObjectName(capi.ClusterKind, r.Metadata.Name)}
+}
+
+// KubeconfigTable is the human view: one row per object made or reused in
+// the workload cluster, and the file.
+func KubeconfigTable(r KubeconfigReport) cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "ACTION"}, {Name: "KIND"}, {Name: "NAMESPACE"}, {Name: "NAME"}, {Name: "DETAIL"}}}
+	for _, o := range r.Objects {
+		t.Rows = append(t.Rows, []string{o.Action, o.Kind, orDash(o.Namespace), o.Name, o.Detail})
+	}
+	what := "admin credential of the cluster, does not expire"
+	if r.Credential == CredentialToken {
+		what = "token of ServiceAccount " + r.ServiceAccount + " bound to ClusterRole " + r.Role
+		if r.Expires != nil {
+			what += ", expires " + r.Expires.UTC().Format(time.RFC3339)
+		}
+	}
+	t.Rows = append(t.Rows, []string{"write", "kubeconfig", "-", r.OutputFile, what + " (server " + r.Server + ")"})
+	return t
+}
+
+// KubeconfigOptions are the options of `kubectl park kubeconfig`.
+type KubeconfigOptions struct {
+	Streams    genericiooptions.IOStreams
+	Output     *cli.Output
+	Name       string
+	Namespace  string
+	OutputFile string
+	Overwrite  bool
+	Role       string
+	Duration   time.Duration
+	DryRun     cli.DryRun
+
+	durationSet bool
+	f           *cli.Factory
+	progress    *cli.Progress
+}
+
+// NewCmdKubeconfig builds `kubectl park kubeconfig NAME`.
+func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &KubeconfigOptions{Streams: streams, Output: cli.NewOutput(), Duration: DefaultTokenDuration, f: f}
+	cmd := &cobra.Command{
+		Use:   "kubeconfig NAME --output-file FILE",
+		Short: "Write a kubeconfig for a Cluster API cluster: its admin one, or a token bound to a role",
+		Long: templates.LongDesc(`
+			Write the kubeconfig of a Cluster API cluster to a file only you may
+			read (mode 0600). It is never written over an existing file unless
+			--overwrite is given.
+
+			Without --role it is the admin kubeconfig Cluster API keeps in the
+			NAME-kubeconfig Secret: a long-lived cluster-admin credential that
+			nothing rotates. Fetch it when you need it and delete it after;
+			reading that Secret takes the opt-in Role for it (see rbac.yaml).
+
+			With --role ROLE the admin kubeconfig is used, in memory only, to
+			make in the workload cluster a ServiceAccount in spokekit-system
+			bound to the ClusterRole ROLE (both labelled as kubectl-park's, and
+			reused when run again), and the file holds a token of that
+			ServiceAccount valid for --duration instead: use your own RBAC for
+			routine work.
+
+			The kubeconfig read from the Secret is refused (exit 3) if it would
+			run a program or read a local file. -o prints a report of what was
+			done; the credential is never printed.`),
+		Example: templates.Examples(`
+			# The admin kubeconfig of the cluster "app"
+			kubectl park kubeconfig app -n dynamo-prod --output-file app.kubeconfig
+
+			# A token that may only read (ClusterRole view), valid for 8 hours
+			kubectl park kubeconfig app -n dynamo-prod --output-file app-view.kubeconfig --role view --duration 8h
+
+			# What --role would make in the cluster, without making it or writing the file
+			kubectl park kubeconfig app -n dynamo-prod --output-file app-view.kubeconfig --role view --dry-run=client`),
+		Args:              cli.ExactArgs(1, "NAME"),
+		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
+		RunE:              cli.RunE(o, o.Complete),
+	}
+	o.Output.AddFlags(cmd)
+	cli.AddDryRunFlag(cmd)
+	cmd.Flags().StringVar(&o.OutputFile, "output-file", "", "The file to write the kubeconfig to (mode 0600). Required.")
+	cmd.Flags().BoolVar(&o.Overwrite, "overwrite", false, "Replace the file if it exists.")
+	cmd.Flags().StringVar(&o.Role, "role", "", "Write a token of a ServiceAccount bound to this ClusterRole of the workload cluster (e.g. view) instead of the admin kubeconfig.")
+	cmd.Flags().DurationVar(&o.Duration, "duration", o.Duration, fmt.Sprintf("With --role: how long the token is valid (%s to %s).", MinTokenDuration, MaxTokenDuration))
+	return cmd
+}
+
+// Complete reads the command line and the kubeconfig; it sends no request.
+func (o *KubeconfigOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	o.durationSet = cmd.Flags().Changed("duration")
+	var err error
+	if o.DryRun, err = cli.GetDryRun(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = o.f.Namespace(); err != nil {
+		return err
+	}
+	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	return nil
+}
+
+// Validate rejects bad flags, and a file that may not be written, before
+// any request.
+func (o *KubeconfigOptions) Validate() error {
+	if err := validateTarget(o.Name, o.Namespace); err != nil {
+		return err
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if o.OutputFile == "" {
+		return cli.UsageErrorf("--output-file is required: the kubeconfig holds a credential, so it is written to a file only you may read, never to the terminal")
+	}
+	if o.Role == "" && o.durationSet {
+		return cli.UsageErrorf("--duration goes with --role: the admin kubeconfig's credential does not expire")
+	}
+	if o.Role != "" {
+		if errs := path.IsValidPathSegmentName(o.Role); len(errs) > 0 || len(o.Role) > 253 {
+			return cli.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", o.Role)
+		}
+		if o.Duration < MinTokenDuration || o.Duration > MaxTokenDuration {
+			return cli.UsageErrorf("--duration must be between %s and %s, got %s", MinTokenDuration, MaxTokenDuration, o.Duration)
+		}
+	}
+	return cli.CheckCredentialFile(o.OutputFile, o.Overwrite)
+}
+
+// Run reads the cluster's admin kubeconfig, makes the --role credential
+// if asked, and writes the file.
+func (o *KubeconfigOptions) Run(ctx context.Context) error {
+	return onPlatform(o.f, o.Namespace, func(p *Platform) error { return o.kubeconfig(ctx, p) })
+}
+
+func (o *KubeconfigOptions) kubeconfig(ctx context.Context, p *Platform) error {
+	if _, err := p.Cluster(ctx, o.Name); err != nil {
+		return err
+	}
+	admin, source, err := o.adminKubeconfig(ctx, p)
+	if err != nil {
+		return err
+	}
+	report := KubeconfigReport{ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", o.Namespace, o.Name),
+		DryRun: cli.DryRunName(o.DryRun), OutputFile: o.OutputFile, Source: source, Server: admin.Server, Credential: CredentialAdmin}
+	data, err := admin.Bytes()
+	if o.Role != "" {
+		data, err = o.roleKubeconfig(ctx, p, admin, &report)
+	}
+	if err != nil {
+		return err
+	}
+	if o.DryRun != cli.DryRunNone {
+		o.progress.Done("dry run: nothing was made in cluster %s/%s and %s was not written", o.Namespace, o.Name, o.OutputFile)
+		return o.Output.Print(o.Streams.Out, report, func() cli.Table { return KubeconfigTable(report) })
+	}
+	if err := cli.WriteCredentialFile(o.OutputFile, data, o.Overwrite); err != nil {
+		return err
+	}
+	o.progress.Done("wrote %s (mode 0600)", o.OutputFile)
+	if report.Credential == CredentialAdmin {
+		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s holds the admin credential of cluster %s/%s: cluster-admin, long-lived, not rotated; whoever has a copy keeps full access. Treat it like a root password and delete it when done. For routine work use a narrower one: kubectl park kubeconfig %s -n %s --output-file FILE --role view --duration 8h\n",
+			o.OutputFile, o.Namespace, o.Name, o.Name, o.Namespace)
+	}
+	return o.Output.Print(o.Streams.Out, report, func() cli.Table { return KubeconfigTable(report) })
+}
+
+// adminKubeconfig reads the cluster's NAME-kubeconfig Secret through the
+// loader for kubeconfigs from a cluster. A Secret not there yet, or one
+// the user may not read, is a refusal that says what to do.
+func (o *KubeconfigOptions) adminKubeconfig(ctx context.Context, p *Platform) (*kubeconfig.Kubeconfig, string, error) {
+	s, source, err := p.kubeconfigSecret(ctx, o.Name)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, source, cli.Refusedf("the current user may not read %s, the cluster's admin kubeconfig; nothing was written. An administrator lets you read that one Secret with:\n  %s",
+			source, cli.SecretGrant("spokekit-park", o.Namespace, capi.KubeconfigSecretName(o.Name), []string{"get"}, cli.UserName(ctx, p.Kube.AuthenticationV1())))
+	case apierrors.IsNotFound(err):
+		return nil, source, cli.Refusedf("cluster %s/%s has no %s yet: Cluster API writes it once the control plane is up; nothing was written (see: kubectl park status %s -n %s)", o.Namespace, o.Name, source, o.Name, o.Namespace)
+	case err != nil:
+		return nil, source, fmt.Errorf("reading %s: %w; nothing was written", source, err)
+	}
+	kc, err := kubeconfig.FromSecret(s, capi.KubeconfigSecretKey)
+	if err != nil {
+		return nil, source, err
+	}
+	return kc, source, nil
+}
+
+// roleObjectName is the name of the ServiceAccount and ClusterRoleBinding
+// made for a ClusterRole: its name where that is a valid ServiceAccount
+// name, else a readable form of it and a hash of the original, so that two
+// roles never share one.
+func roleObjectName(role string) string {
+	slug := strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, role), "-")
+	if slug == role && len(slug) <= 48 {
+		return "spokekit-park-" + slug
+	}
+	sum := sha256.Sum256([]byte(role))
+	return "spokekit-park-" + strings.TrimRight(slug[:min(len(slug), 40)], "-") + "-" + hex.EncodeToString(sum[:4])
+}
