@@ -29,17 +29,27 @@ func drainTainted(t *testing.T, f fleet, cluster string) bool {
 // ends in the decision the guard predicted, the moved work Applied and
 // Available there; -l with --max-concurrent 1 drains in waves.
 func TestClusterGuardAgainstThePlacementController(t *testing.T) {
-	f := drainBed(t, "guard", "{numberOfClusters: 1}", "guard-a", "guard-b")
+	f := drainBed(t, "guard", "{}", "guard-a", "guard-b")
 	c := f.hub.Cluster
+	// Now one of the two clusters only.
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web, namespace: guard}
+spec: {numberOfClusters: 1}
+`))
 	var selected, spare string
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
+		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
 		switch {
-		case decided(t, c, "guard", "web", "guard-a"):
+		case a && !b:
 			selected, spare = "guard-a", "guard-b"
-		case decided(t, c, "guard", "web", "guard-b"):
+		case b && !a:
 			selected, spare = "guard-b", "guard-a"
+		default:
+			return false, nil
 		}
-		return selected != "" && workExists(t, c, selected, "web"), nil
+		return workExists(t, c, selected, "web") && !workExists(t, c, spare, "web"), nil
 	})
 	assert.NilError(t, err, "the placement decides on one cluster")
 
