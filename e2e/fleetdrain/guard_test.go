@@ -31,13 +31,14 @@ func drainTainted(t *testing.T, f fleet, cluster string) bool {
 func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	f := drainBed(t, "guard", "{}", "guard-a", "guard-b")
 	c := f.hub.Cluster
-	// Now one of the two clusters only.
+	// Now one of the two clusters only, and a work with a manifest: the
+	// work agent reports an empty one's Available as Unknown.
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
 apiVersion: cluster.open-cluster-management.io/v1beta1
 kind: Placement
 metadata: {name: web, namespace: guard}
 spec: {numberOfClusters: 1}
-`))
+`+replicaSet("guard", "web")))
 	var selected, spare string
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
 		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
