@@ -200,7 +200,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 	assert.Check(t, before[0].TimeAdded != nil, "the hub's webhook stamps timeAdded")
 
 	t.Run("dry run lists what moves and what stays", func(t *testing.T) {
-		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--dry-run=client", "-o", "json")
+		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--min-available", "0", "--dry-run=client", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r)
 		var rep clusterReport
 		assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
@@ -213,7 +213,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 		assert.DeepEqual(t, taints(t, c, "spoke-a"), before)
 		assert.Check(t, workExists(t, c, "spoke-a", "web"), "a dry run moves nothing")
 
-		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--dry-run=server")
+		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--min-available", "0", "--dry-run=server")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.DeepEqual(t, taints(t, c, "spoke-a"), before)
 	})
@@ -238,7 +238,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 	})
 
 	t.Run("drain ends once the placement's works are gone", func(t *testing.T) {
-		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--timeout", "2m")
+		r := kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--min-available", "0", "--timeout", "2m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "handmade"), r)
 		assert.Check(t, is.Contains(r.Stdout, "no placement owns it"), r)
@@ -259,7 +259,7 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 
 		mc, err := c.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t, time.Minute), "spoke-a", metav1.GetOptions{})
 		assert.NilError(t, err)
-		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "-o", "json")
+		r = kubectl(t, c, "fleetdrain", "cluster", "spoke-a", "--min-available", "0", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, "a second drain is a no-op: %s", r)
 		assert.Check(t, is.Contains(r.Stdout, `"alreadyTainted": true`), r)
 		again, err := c.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t, time.Minute), "spoke-a", metav1.GetOptions{})

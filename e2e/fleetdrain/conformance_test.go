@@ -72,7 +72,7 @@ func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 
 	// The prediction.
 	planned := time.Now().Truncate(time.Second)
-	r := kubectl(t, c, "fleetdrain", "cluster", "spoke-b", "--dry-run=client", "-o", "json")
+	r := kubectl(t, c, "fleetdrain", "cluster", "spoke-b", "--min-available", "0", "--dry-run=client", "-o", "json")
 	plannedEnd := time.Now()
 	assert.Equal(t, r.ExitCode, 0, r)
 	var rep clusterReport
@@ -119,7 +119,7 @@ func TestConformanceDrainPlanMatchesPlacementController(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	r = kubectl(t, c, "fleetdrain", "cluster", "spoke-b", "--timeout", "3m", "-o", "json")
+	r = kubectl(t, c, "fleetdrain", "cluster", "spoke-b", "--min-available", "0", "--timeout", "3m", "-o", "json")
 	w.Stop()
 	<-done
 	assert.Equal(t, r.ExitCode, 0, r)

@@ -75,7 +75,7 @@ func TestFaultClusterDrainTaintFails(t *testing.T) {
 	// the drain taint.
 	c := drainBed(t, "fault", "{}", "fault-a", "fault-b").hub.Cluster
 	viaFault := throughFault(t, c, &harness.Fault{Method: "PATCH", PathContains: "/managedclusters/fault-b", Action: harness.Unavailable})
-	args := []string{"fleetdrain", "cluster", "fault-a", "fault-b", "--timeout", "1m"}
+	args := []string{"fleetdrain", "cluster", "fault-a", "fault-b", "--min-available", "0", "--timeout", "1m"}
 
 	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)

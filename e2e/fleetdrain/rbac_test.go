@@ -81,7 +81,7 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 	as, roles := operator(t, c, "spokekit-fleetdrain-cluster", "patch", "managedclusters.cluster.open-cluster-management.io")
 
 	before := taints(t, c, "least-a")
-	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
+	r := runAs(t, as, "fleetdrain", "cluster", "least-a", "--min-available", "0", "--timeout", "1m")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not list manifestworks.work.open-cluster-management.io in namespace least-a"), r)
 	assert.Check(t, is.Contains(r.Stderr, "kubectl create rolebinding spokekit-fleetdrain-works -n least-a --clusterrole spokekit-fleetdrain-works"), r)
@@ -90,8 +90,8 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), true, "watch", "manifestworks.work.open-cluster-management.io", "-n", "least-a"))
 
 	for _, args := range [][]string{
-		{"fleetdrain", "cluster", "least-a", "--dry-run=server"},
-		{"fleetdrain", "cluster", "least-a", "--timeout", "1m"},
+		{"fleetdrain", "cluster", "least-a", "--min-available", "0", "--dry-run=server"},
+		{"fleetdrain", "cluster", "least-a", "--min-available", "0", "--timeout", "1m"},
 		{"fleetdrain", "uncordon", "cluster", "least-a"},
 	} {
 		r := runAs(t, as, args...)
@@ -112,7 +112,7 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "managedclusters.cluster.open-cluster-management.io"))
 	before = taints(t, c, "least-a")
-	r = runAs(t, as, "fleetdrain", "cluster", "least-a", "--timeout", "1m")
+	r = runAs(t, as, "fleetdrain", "cluster", "least-a", "--min-available", "0", "--timeout", "1m")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch managedclusters.cluster.open-cluster-management.io least-a; nothing was changed"), r)
 	assert.DeepEqual(t, taints(t, c, "least-a"), before)

@@ -47,7 +47,11 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []cli.Access{
-			mc("get"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
+			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
+			// The placement guard's reads (clusterfleet.go), and --wait-for=healthy's decisions.
+			{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource},
+			{Verb: "list", Group: ocm.ManagedClusterSetResource.Group, Resource: ocm.ManagedClusterSetResource.Resource},
+			{Verb: "list", Group: ocm.ManagedClusterSetBindingResource.Group, Resource: ocm.ManagedClusterSetBindingResource.Resource},
 			// The Spoke of each cluster's name, for its Compute Pool marks (cluster.go).
 			{Verb: "list", Group: "fleetconfig.open-cluster-management.io", Resource: "spokes"},
 		}),

@@ -3,6 +3,7 @@ package fleetdrain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -28,14 +30,25 @@ const managedClusters = "managedclusters.cluster.open-cluster-management.io"
 // ClusterOptions are the flags of `fleetdrain cluster`.
 type ClusterOptions struct {
 	clusterTargets
-	Timeout time.Duration
+	Selector      string
+	MaxConcurrent int
+	MinAvailable  []string
+	WaitFor       string
+	Timeout       time.Duration
+	minAvailable  MinAvailable
 }
+
+// What --wait-for waits for after the taint.
+const (
+	waitForMoved   = "moved"
+	waitForHealthy = "healthy"
+)
 
 // NewCmdCluster builds `kubectl fleetdrain cluster`.
 func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ClusterOptions{clusterTargets: newClusterTargets(f, streams), Timeout: 5 * time.Minute}
+	o := &ClusterOptions{clusterTargets: newClusterTargets(f, streams), Timeout: 5 * time.Minute, WaitFor: waitForMoved}
 	cmd := &cobra.Command{
-		Use:   "cluster NAME...",
+		Use:   "cluster (NAME... | -l SELECTOR)",
 		Short: "Take spoke clusters out of the fleet's placements and wait for their workloads to leave",
 		Long: templates.LongDesc(`
 			Run against the hub. Adds a NoSelect taint with the key
@@ -43,17 +56,42 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			does not tolerate it drops the cluster, then waits until the
 			ManifestWorks those placements put in the cluster's namespace are gone.
 
-			The report lists what stays: works no placement owns (made by hand;
-			they also block ` + "`kubectl spoke remove`" + `), and works whose placement
-			tolerates the taint. A placement that tolerates it for
-			tolerationSeconds lets its works go when those run out (counted from
-			the taint's timeAdded): the report says when, and the wait includes
-			them. --dry-run lists what would move, when, and what would stay.
-			Other taints are never touched; ` + "`kubectl fleetdrain uncordon cluster`" + `
-			removes the drain taint again. A spoke a Compute Pool owns (label
-			` + fleetconfig.ComputePoolLabel + ` or an owner of kind
-			` + fleetconfig.ComputePoolKind + `, on its Spoke or ManagedCluster) is
-			refused (exit 3): the Compute Pool manages it.`),
+			Before any taint, the placement guard judges every Placement (all
+			namespaces) as the placement controller would schedule it once the
+			clusters are drained: its cluster sets bound to its namespace, its
+			label and claim predicates, its tolerations (a tainted cluster it
+			tolerates stays eligible; tolerationSeconds runs out) and
+			numberOfClusters. When a Placement would keep fewer eligible clusters
+			than it selects today, or the guard cannot tell (a CEL predicate, a
+			field it does not know, Placements it may not list), the command
+			refuses (exit 3), names each Placement with what it selects and what
+			would remain, and taints nothing. --min-available N sets how many
+			eligible clusters every Placement must keep instead (0 accepts any
+			loss; more than it selects asks for spares); --min-available
+			NAMESPACE/NAME=N sets it for one Placement (repeat the flag).
+
+			-l drains the clusters a label selector matches. --max-concurrent N
+			drains them in waves of N (by name): the next wave is tainted only
+			after the works of the previous one have left (and, with
+			--wait-for=healthy, are Available again). --wait-for=healthy waits,
+			after the works left, until the ManifestWorks of the same producers
+			on the clusters their placements chose now report Applied and
+			Available. --timeout bounds each wave (exit 4; the taint stays on, and
+			the waves not started are not tainted).
+
+			The report has one entry per cluster and lists what stays: works no
+			placement owns (made by hand; they also block ` + "`kubectl spoke remove`" + `),
+			and works whose placement tolerates the taint. A placement that
+			tolerates it for tolerationSeconds lets its works go when those run
+			out (counted from the taint's timeAdded): the report says when, and
+			the wait includes them. --dry-run lists what would move, when, and
+			what would stay, after the same guard. On Ctrl-C the clusters of the
+			wave whose works had not started to leave get their drain taint back
+			off, and the report says so. Other taints are never touched;
+			` + "`kubectl fleetdrain uncordon cluster`" + ` removes the drain taint again.
+			A spoke a Compute Pool owns (label ` + fleetconfig.ComputePoolLabel + ` or an
+			owner of kind ` + fleetconfig.ComputePoolKind + `, on its Spoke or
+			ManagedCluster) is refused (exit 3): the Compute Pool manages it.`),
 		Example: templates.Examples(`
 			# What would leave spoke-1, and what would stay
 			kubectl fleetdrain cluster spoke-1 --dry-run=client
@@ -61,13 +99,25 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			# Drain two spokes, waiting up to 10 minutes for their workloads to leave
 			kubectl fleetdrain cluster spoke-1 spoke-2 --timeout 10m
 
+			# Drain every spoke of zone a, one at a time, each time until the moved
+			# works are Available on their new clusters
+			kubectl fleetdrain cluster -l zone=a --max-concurrent 1 --wait-for=healthy
+
+			# Let every Placement lose clusters as long as it keeps one, and apps/web
+			# keep two
+			kubectl fleetdrain cluster spoke-1 spoke-2 --min-available 1 --min-available apps/web=2
+
 			# The report as YAML
 			kubectl fleetdrain cluster spoke-1 -o yaml`),
-		Args:              cli.MinArgs(1, "cluster name"),
 		ValidArgsFunction: cli.ResourceNames(f, managedClusters),
 		RunE:              cli.RunE(o, o.Complete),
 	}
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the placement-managed ManifestWorks to leave each cluster, then exit 4 (0: no limit)")
+	flags := cmd.Flags()
+	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Drain the ManagedClusters matching this label selector instead of named ones")
+	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "Drain in waves of this many clusters, the next once the previous one's works have moved (0: all at once)")
+	flags.StringArrayVar(&o.MinAvailable, "min-available", o.MinAvailable, "Eligible clusters a Placement must keep: N for every Placement, NAMESPACE/NAME=N for one (default: as many as it selects today)")
+	flags.StringVar(&o.WaitFor, "wait-for", o.WaitFor, "What to wait for: moved (the works left the cluster) or healthy (and are Applied and Available on their new clusters)")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for each wave, then exit 4 (0: no limit)")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -75,40 +125,89 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 
 // Validate rejects bad input before any request.
 func (o *ClusterOptions) Validate() error {
+	if len(o.Clusters) == 0 && o.Selector == "" {
+		return cli.UsageErrorf("give at least 1 cluster name, or select clusters with -l")
+	}
+	if len(o.Clusters) > 0 && o.Selector != "" {
+		return cli.UsageErrorf("name clusters or select them with -l, not both")
+	}
+	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
+		return err
+	}
 	if err := o.clusterTargets.Validate(); err != nil {
+		return err
+	}
+	if o.MaxConcurrent < 0 {
+		return cli.UsageErrorf("--max-concurrent must be 0 (all at once) or more, got %d", o.MaxConcurrent)
+	}
+	if o.WaitFor != waitForMoved && o.WaitFor != waitForHealthy {
+		return cli.UsageErrorf("--wait-for must be %s or %s, got %q", waitForMoved, waitForHealthy, o.WaitFor)
+	}
+	var err error
+	if o.minAvailable, err = ParseMinAvailable(o.MinAvailable); err != nil {
 		return err
 	}
 	return cli.ValidateTimeout(o.Timeout)
 }
 
 // Run has the node command's shape: plan every cluster (refusing unknown
-// ones, and spokes a Compute Pool owns, before any change), check access,
-// taint them, wait for the moving works to be gone, then one report.
+// ones, and spokes a Compute Pool owns, before any change), judge the
+// fleet's Placements, check access, then wave by wave taint the clusters
+// and wait for their works to move, then one report.
 func (o *ClusterOptions) Run(ctx context.Context) error {
 	if err := o.connect(); err != nil {
 		return err
 	}
-	report, err := o.planClusters(ctx)
+	if err := o.selectClusters(ctx); err != nil {
+		return err
+	}
+	o.Clusters = slices.Compact(o.Clusters)
+	fleet, err := readFleet(ctx, o.dynamic)
 	if err != nil {
 		return err
 	}
-	if err := o.taintClusters(ctx); err != nil {
+	report, err := o.planClusters(ctx, fleet.Placements)
+	if err != nil {
 		return err
 	}
-	waitErr := o.waitClusters(ctx, &report)
+	if report.Placements, err = o.guard(fleet); err != nil {
+		return err
+	}
+	waveErr := o.drainWaves(ctx, &report)
 	if err := o.Output.Print(o.Out, report, report.table); err != nil {
 		return err
 	}
 	if o.Output.IsTable() && report.hasStays() {
 		fmt.Fprintln(o.ErrOut, "Works that stay keep their clusters from `kubectl spoke remove` until they are deleted or their owners move them.")
 	}
-	return waitErr
+	return waveErr
+}
+
+// guard refuses (exit 3, nothing changed) a drain that would leave a
+// Placement short, and a --min-available for a Placement that is not there.
+func (o *ClusterOptions) guard(fleet FleetState) ([]PlacementCheck, error) {
+	for key := range o.minAvailable.Per {
+		if !slices.ContainsFunc(fleet.Placements, func(p ocm.Placement) bool { return namespacedName(p.Namespace, p.Name) == key }) {
+			return nil, cli.Refusedf("--min-available names Placement %s, which is not on this hub; nothing was changed", key)
+		}
+	}
+	checks := GuardPlacements(fleet, o.Clusters, o.minAvailable, time.Now())
+	if err := guardError(checks, o.Clusters); err != nil {
+		return nil, err
+	}
+	if o.Output.IsTable() {
+		for _, c := range checks {
+			fmt.Fprintf(o.ErrOut, "placement %s selects %d today (%s); %d remain eligible (%s), it needs %d\n",
+				c.Placement, len(c.Selected), listOrNone(c.Selected), len(c.Remaining), listOrNone(c.Remaining), c.Required)
+		}
+	}
+	return checks, nil
 }
 
 // planClusters reads and plans every cluster; nothing is changed.
-func (o *ClusterOptions) planClusters(ctx context.Context) (ClusterDrainReport, error) {
+func (o *ClusterOptions) planClusters(ctx context.Context, placements []ocm.Placement) (ClusterDrainReport, error) {
 	report := ClusterDrainReport{ReportMeta: api.NewReportMeta("ClusterDrainReport", "clusters"), DryRun: cli.DryRunName(o.DryRun)}
-	for _, name := range o.Clusters {
+	for i, name := range o.Clusters {
 		mc, err := getManagedCluster(ctx, o.dynamic, name)
 		if err != nil {
 			return report, err
@@ -116,67 +215,18 @@ func (o *ClusterOptions) planClusters(ctx context.Context) (ClusterDrainReport, 
 		if err := refuseComputePool(ctx, o.dynamic, mc); err != nil {
 			return report, err
 		}
-		plan, err := o.plan(ctx, mc)
+		plan, err := o.plan(ctx, mc, placements)
 		if err != nil {
 			return report, err
 		}
 		plan.AlreadyTainted = drainTaintIndex(mc) >= 0
+		plan.Wave = 1
+		if o.MaxConcurrent > 0 {
+			plan.Wave = 1 + i/o.MaxConcurrent
+		}
 		report.Items = append(report.Items, plan)
 	}
 	return report, nil
-}
-
-// taintClusters checks access and adds the drain taint to every cluster
-// (sent with dryRun under --dry-run=server; nothing under =client).
-func (o *ClusterOptions) taintClusters(ctx context.Context) error {
-	if o.DryRun == cli.DryRunClient {
-		return nil
-	}
-	if err := preflight(ctx, o.access, o.DryRun, clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)); err != nil {
-		return err
-	}
-	for i, name := range o.Clusters {
-		if err := addDrainTaint(ctx, o.dynamic, name, o.DryRun); err != nil {
-			return taintError(err, o.Clusters[:i], o.Clusters[i:])
-		}
-		if o.DryRun == cli.DryRunNone {
-			fmt.Fprintf(o.ErrOut, "managedcluster/%s tainted %s:NoSelect\n", name, DrainTaintKey)
-		}
-	}
-	return nil
-}
-
-// waitClusters waits, cluster by cluster, for the moving works to leave,
-// and sets each cluster's result. Its error is the run's outcome: a wait
-// that stopped (every cluster is tainted, the rest not drained), or the
-// clusters whose works did not leave within --timeout (exit 4).
-func (o *ClusterOptions) waitClusters(ctx context.Context, report *ClusterDrainReport) error {
-	if o.DryRun != cli.DryRunNone {
-		return nil
-	}
-	var timedOut []string
-	progress := cli.NewProgress(o.ErrOut)
-	for i, name := range o.Clusters {
-		err := o.waitMoved(ctx, name, report.Items[i].Moves, progress)
-		if cli.ExitCode(err) == cli.ExitTimedOut {
-			report.Items[i].Result = ClusterTimedOut
-			timedOut = append(timedOut, name)
-			continue
-		}
-		if err != nil {
-			for j := i; j < len(report.Items); j++ {
-				report.Items[j].Result = ClusterNotDrained
-			}
-			return fmt.Errorf("%w; the drain taint is on %s: run the same command again to keep waiting, or give them back with `kubectl fleetdrain uncordon cluster %s`",
-				err, strings.Join(o.Clusters, ", "), strings.Join(o.Clusters, " "))
-		}
-		report.Items[i].Result = ClusterDrained
-	}
-	if len(timedOut) > 0 {
-		return cli.TimedOut(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",
-			strings.Join(timedOut, ", "), o.Timeout))
-	}
-	return nil
 }
 
 // refuseComputePool refuses (exit 3) a cluster whose spoke a Compute Pool
@@ -222,7 +272,7 @@ func taintError(err error, tainted, not []string) error {
 		err, done, strings.Join(not, ", "))
 }
 
-func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (ClusterReport, error) {
+func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster, placements []ocm.Placement) (ClusterReport, error) {
 	cluster := mc.Name
 	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
@@ -230,14 +280,6 @@ func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster) (Clus
 	}
 	if err != nil {
 		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
-	}
-	list, err := o.dynamic.Resource(ocm.PlacementResource).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return ClusterReport{}, fmt.Errorf("listing Placements: %w; nothing was changed", err)
-	}
-	placements, err := api.ListFromUnstructured[ocm.Placement](list)
-	if err != nil {
-		return ClusterReport{}, err
 	}
 	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }
@@ -250,20 +292,36 @@ func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetad
 	return out
 }
 
-// waitMoved watches the cluster's namespace until none of the moving works is left.
-func (o *ClusterOptions) waitMoved(ctx context.Context, cluster string, moves []WorkEntry, p *cli.Progress) error {
-	want := map[string]bool{}
-	for _, w := range moves {
-		want[w.Name] = true
+// clusterAccess is what the drain needs: taint the clusters and watch their
+// works, and with --wait-for=healthy read the decisions of the Placements
+// that move the works and watch the works where the guard predicts them.
+func (o *ClusterOptions) clusterAccess(report ClusterDrainReport) []cli.Access {
+	needs := clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)
+	if o.WaitFor != waitForHealthy || o.DryRun != cli.DryRunNone {
+		return needs
 	}
-	lw := cli.ListWatch(o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster), "", "")
-	return cli.WaitFor(ctx, "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, o.Timeout, p, func(objs []any) (bool, string, error) {
-		left := 0
-		for _, obj := range objs {
-			if want[obj.(*unstructured.Unstructured).GetName()] {
-				left++
+	drained := sets.New(o.Clusters...)
+	namespaces, dests := sets.New[string](), sets.New[string]()
+	for _, c := range report.Items {
+		for _, w := range c.Moves {
+			for _, key := range w.placements {
+				ns, _, _ := strings.Cut(key, "/")
+				namespaces.Insert(ns)
+				for _, check := range report.Placements {
+					if check.Placement == key {
+						dests.Insert(check.Remaining...)
+					}
+				}
 			}
 		}
-		return left == 0, fmt.Sprintf("%d of %d placement works left", left, len(moves)), nil
-	})
+	}
+	for _, ns := range sets.List(namespaces) {
+		needs = append(needs, cli.Access{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource, Namespace: ns})
+	}
+	for _, d := range sets.List(dests.Difference(drained)) {
+		for _, verb := range []string{"list", "watch"} {
+			needs = append(needs, cli.Access{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: d})
+		}
+	}
+	return needs
 }

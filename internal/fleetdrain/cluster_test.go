@@ -62,19 +62,19 @@ func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
 	o := &ClusterOptions{clusterTargets: clusterTargets{dynamic: client}}
 	for name, pool := range map[string]string{"pooled": "gpu-a", "labelled": "gpu-b"} {
 		o.Clusters = []string{"plain", name}
-		_, err := o.planClusters(context.Background())
+		_, err := o.planClusters(context.Background(), nil)
 		assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%s: %v", name, err)
 		assert.Check(t, is.ErrorContains(err, `Compute Pool "`+pool+`"`), name)
 		assert.Check(t, is.ErrorContains(err, fleetconfig.ComputePoolLabel), name)
 	}
 	o.Clusters = []string{"plain"}
-	_, err := o.planClusters(context.Background())
+	_, err := o.planClusters(context.Background(), nil)
 	assert.NilError(t, err)
 
 	client.PrependReactor("list", "spokes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
 		return true, nil, errors.New("spokes.fleetconfig.open-cluster-management.io is forbidden")
 	})
-	_, err = o.planClusters(context.Background())
+	_, err = o.planClusters(context.Background(), nil)
 	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "cannot tell whether a Compute Pool owns cluster plain"))
 	for _, a := range client.Actions() {

@@ -2,6 +2,7 @@ package fleetdrain
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,20 +34,30 @@ const (
 	// ClusterNotDrained: tainted, but the wait for its works stopped (an
 	// error, or Ctrl-C) before they left.
 	ClusterNotDrained ClusterResult = "NotDrained"
+	// ClusterGivenBack: Ctrl-C came before its works started to leave, and
+	// the drain taint this run added was taken off again.
+	ClusterGivenBack ClusterResult = "GivenBack"
+	// ClusterNotStarted: its wave never started; it was not tainted.
+	ClusterNotStarted ClusterResult = "NotStarted"
 )
 
 // ClusterDrainReport is what `fleetdrain cluster` prints, with the same
 // schema for a dry run and a real run.
 type ClusterDrainReport struct {
 	api.ReportMeta `json:",inline"`
-	DryRun         string          `json:"dryRun,omitempty"`
-	Items          []ClusterReport `json:"items"`
+	DryRun         string `json:"dryRun,omitempty"`
+	// Placements are the placement guard's findings on the Placements the
+	// drain touches.
+	Placements []PlacementCheck `json:"placements"`
+	Items      []ClusterReport  `json:"items"`
 }
 
 // ClusterReport is one cluster's plan and outcome.
 type ClusterReport struct {
 	api.ReportMeta `json:",inline"`
 	Result         ClusterResult `json:"result"`
+	// Wave is the wave the cluster is drained in (--max-concurrent), from 1.
+	Wave int `json:"wave"`
 	// AlreadyTainted: the drain taint was there before this run.
 	AlreadyTainted bool `json:"alreadyTainted"`
 	// Moves are the works their placements take away once the taint is on.
@@ -67,6 +78,13 @@ type WorkEntry struct {
 	// its placement tolerates the cluster's taints for tolerationSeconds,
 	// counted from each taint's timeAdded.
 	MovesAt *metav1.Time `json:"movesAt,omitempty"`
+	// MovedTo are the clusters where, with --wait-for=healthy, the same
+	// producer's work was seen Applied and Available after the move.
+	MovedTo []string `json:"movedTo,omitempty"`
+	// placements are the Placements (namespace/name) that let the work go;
+	// replicaSet the ManifestWorkReplicaSet that made it (namespace.name).
+	placements []string
+	replicaSet string
 }
 
 // PlanCluster decides, for the ManifestWorks in a cluster's namespace, which
@@ -93,7 +111,7 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 			r.Stays = append(r.Stays, WorkEntry{Name: w.Name, Reason: reason})
 			continue
 		}
-		entry := WorkEntry{Name: w.Name, Placement: name}
+		entry := WorkEntry{Name: w.Name, Placement: name, replicaSet: w.Labels[ocm.ManifestWorkReplicaSetLabel]}
 		candidates := ocm.PlacementsOf(w.Labels, placements)
 		var keeping, misconfigured []string
 		var last time.Time
@@ -107,7 +125,10 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 			until, leaves := ocm.KeptUntil(p.Spec.Tolerations, taints, true)
 			if !leaves {
 				keeping = append(keeping, key)
-			} else if until.After(last) {
+				continue
+			}
+			entry.placements = append(entry.placements, key)
+			if until.After(last) {
 				last = until
 			}
 		}
@@ -140,10 +161,10 @@ func PlanCluster(cluster string, works []metav1.PartialObjectMetadata, placement
 }
 
 func (r ClusterDrainReport) table() cli.Table {
-	t := cli.Table{Columns: []cli.Column{{Name: "CLUSTER"}, {Name: "RESULT"}, {Name: "WORK"}, {Name: "FATE"}, {Name: "DETAIL"}}}
+	t := cli.Table{Columns: []cli.Column{{Name: "CLUSTER"}, {Name: "WAVE"}, {Name: "RESULT"}, {Name: "WORK"}, {Name: "FATE"}, {Name: "DETAIL"}}}
 	for _, c := range r.Items {
 		add := func(work, fate, detail string) {
-			t.Rows = append(t.Rows, []string{c.Metadata.Name, string(c.Result), work, fate, detail})
+			t.Rows = append(t.Rows, []string{c.Metadata.Name, strconv.Itoa(c.Wave), string(c.Result), work, fate, detail})
 		}
 		for _, w := range c.Moves {
 			fate := "moves"
@@ -156,6 +177,9 @@ func (r ClusterDrainReport) table() cli.Table {
 			}
 			if w.Reason != "" {
 				detail += ": " + w.Reason
+			}
+			if len(w.MovedTo) > 0 {
+				detail += "; Available on " + strings.Join(w.MovedTo, ", ")
 			}
 			add(w.Name, fate, detail)
 		}

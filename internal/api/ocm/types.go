@@ -10,14 +10,16 @@ import (
 
 // OCM resources.
 var (
-	ManagedClusterResource         = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
-	ManagedClusterKind             = schema.GroupKind{Group: "cluster.open-cluster-management.io", Kind: "ManagedCluster"}
-	PlacementResource              = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placements"}
-	PlacementDecisionResource      = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placementdecisions"}
-	ManifestWorkResource           = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
-	ManifestWorkReplicaSetResource = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1alpha1", Resource: "manifestworkreplicasets"}
-	ManagedClusterAddOnResource    = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "managedclusteraddons"}
-	ClusterManagementAddOnResource = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "clustermanagementaddons"}
+	ManagedClusterResource           = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1", Resource: "managedclusters"}
+	ManagedClusterKind               = schema.GroupKind{Group: "cluster.open-cluster-management.io", Kind: "ManagedCluster"}
+	PlacementResource                = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placements"}
+	PlacementDecisionResource        = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Resource: "placementdecisions"}
+	ManagedClusterSetResource        = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta2", Resource: "managedclustersets"}
+	ManagedClusterSetBindingResource = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta2", Resource: "managedclustersetbindings"}
+	ManifestWorkResource             = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
+	ManifestWorkReplicaSetResource   = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1alpha1", Resource: "manifestworkreplicasets"}
+	ManagedClusterAddOnResource      = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "managedclusteraddons"}
+	ClusterManagementAddOnResource   = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "clustermanagementaddons"}
 	// ClusterClaimResource is on the managed cluster: the claims its
 	// registration agent copies into the ManagedCluster's status.
 	ClusterClaimResource = schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1alpha1", Resource: "clusterclaims"}
@@ -135,13 +137,11 @@ type Toleration struct {
 	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 
-// Placement selects clusters for workloads; spokekit reads its tolerations.
+// Placement selects clusters for workloads (its spec in placement.go).
 type Placement struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		Tolerations []Toleration `json:"tolerations,omitempty"`
-	} `json:"spec,omitzero"`
+	Spec              PlacementSpec `json:"spec,omitzero"`
 }
 
 // PlacementDecision lists the clusters a placement chose.

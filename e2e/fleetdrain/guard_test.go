@@ -1,0 +1,105 @@
+//go:build e2e
+
+package fleetdrain
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/spokekit/spokekit/internal/fleetdrain"
+)
+
+func drainTainted(t *testing.T, f fleet, cluster string) bool {
+	for _, taint := range taints(t, f.hub.Cluster, cluster) {
+		if taint.Key == fleetdrain.DrainTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+// The placement guard against the real placement controller: a drain that
+// would empty a Placement is refused with nothing tainted; an allowed one
+// ends in the decision the guard predicted, the moved work Applied and
+// Available there; -l with --max-concurrent 1 drains in waves.
+func TestClusterGuardAgainstThePlacementController(t *testing.T) {
+	f := drainBed(t, "guard", "{}", "guard-a", "guard-b")
+	c := f.hub.Cluster
+	// Now one of the two clusters only, and a work with a manifest: the
+	// work agent reports an empty one's Available as Unknown.
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web, namespace: guard}
+spec: {numberOfClusters: 1}
+`+replicaSet("guard", "web")))
+	var selected, spare string
+	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
+		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
+		switch {
+		case a && !b:
+			selected, spare = "guard-a", "guard-b"
+		case b && !a:
+			selected, spare = "guard-b", "guard-a"
+		default:
+			return false, nil
+		}
+		return workExists(t, c, selected, "web") && !workExists(t, c, spare, "web"), nil
+	})
+	assert.NilError(t, err, "the placement decides on one cluster")
+
+	r := kubectl(t, c, "fleetdrain", "cluster", "guard-a", "guard-b")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "placement guard/web selects 1 today ("+selected+"); 0 would remain eligible (none), it needs 1"), r)
+	assert.Check(t, is.Contains(r.Stderr, "nothing was tainted"), r)
+	assert.Check(t, !drainTainted(t, f, "guard-a") && !drainTainted(t, f, "guard-b"), "a refusal taints nothing")
+
+	r = kubectl(t, c, "fleetdrain", "cluster", selected, "--wait-for=healthy", "--timeout", "2m", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r)
+	var rep struct {
+		Placements []fleetdrain.PlacementCheck
+		Items      []struct {
+			Result string
+			Moves  []struct {
+				Name    string
+				MovedTo []string
+			}
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
+	assert.Equal(t, len(rep.Placements), 1, r)
+	assert.DeepEqual(t, rep.Placements[0].Predicted, []string{spare})
+	// What the guard predicted is what the placement controller decided.
+	assert.Check(t, decided(t, c, "guard", "web", spare))
+	assert.Check(t, !decided(t, c, "guard", "web", selected))
+	assert.Equal(t, rep.Items[0].Result, "Drained")
+	assert.DeepEqual(t, rep.Items[0].Moves[0].MovedTo, []string{spare})
+	r = kubectl(t, c, "fleetdrain", "uncordon", "cluster", selected)
+	assert.Equal(t, r.ExitCode, 0, r)
+
+	// Waves: one cluster at a time, the placement allowed to empty.
+	r = kubectl(t, c, "fleetdrain", "cluster", "-l", "cluster.open-cluster-management.io/clusterset=guard", "--max-concurrent", "1", "--min-available", "0", "--timeout", "2m", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r)
+	var waves struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Wave     int
+			Result   string
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &waves), r)
+	assert.Equal(t, len(waves.Items), 2, r)
+	for i, item := range waves.Items {
+		assert.Check(t, is.Equal(item.Wave, i+1))
+		assert.Check(t, is.Equal(item.Result, "Drained"))
+	}
+	assert.Check(t, is.Contains(r.Stderr, "(wave 2)"), r)
+	r = kubectl(t, c, "fleetdrain", "uncordon", "cluster", "guard-a", "guard-b")
+	assert.Equal(t, r.ExitCode, 0, r)
+}
