@@ -117,8 +117,10 @@ func (d *Demo) fleetdrain(ctx context.Context) error {
 		return err
 	}
 	for _, args := range [][]string{
-		{"fleetdrain", "cluster", "spoke-1", "--dry-run=client"},
-		{"fleetdrain", "cluster", "spoke-1", "--timeout", "2m"},
+		// The placement guard refuses a drain that shrinks a Placement; shop
+		// takes every cluster, so the demo accepts keeping one.
+		{"fleetdrain", "cluster", "spoke-1", "--min-available", "1", "--dry-run=client"},
+		{"fleetdrain", "cluster", "spoke-1", "--min-available", "1", "--timeout", "2m"},
 		{"get", "manifestworks", "-n", "spoke-1"},
 		{"fleetdrain", "uncordon", "cluster", "spoke-1"},
 		{"wait", "manifestwork/shop", "-n", "spoke-1", "--for=create", "--timeout", "2m"},
