@@ -14,13 +14,18 @@
 // They build on the shared packages, never on each other:
 //
 //   - cli: the root command with kubectl's global flags, the factory of
-//     clients, -o printers, --dry-run, exit codes, access checks, prompts,
-//     progress, waits and terminal escaping;
+//     clients, -o printers, --dry-run, the exit code of an error, access
+//     checks before a change, prompts, progress, waits and terminal escaping;
 //   - api: typed models of the kinds read (fleetconfig, ocm, capi), their
 //     unstructured conversion, JSON patches and report metadata;
 //   - kubeconfig: checks of the kubeconfigs the commands are handed, and the
 //     only loader of a kubeconfig read from a Secret (untrusted);
-//   - values: edits of a Helm values file or HelmRelease that keep comments.
+//   - values: edits of a Helm values file or HelmRelease that keep comments;
+//   - exitcode, authz, scrub, localfile: leaves that import no other
+//     spokekit package, so that kubeconfig and values need no cli: exit codes
+//     and the errors that carry them, what the current user may do (one
+//     SelfSubjectAccessReview each), credentials scrubbed from what is
+//     printed, bounded reads of the files a user names.
 //
 // family tests what the three plugins promise alike; release holds the
 // GoReleaser configuration and the krew templates.
@@ -33,7 +38,7 @@
 //
 //   - Complete reads the command line and the kubeconfig; it sends no request;
 //   - Validate refuses bad input (names, flag values, local files) before any
-//     request, with cli.UsageErrorf (exit 2);
+//     request, with exitcode.UsageErrorf (exit 2);
 //   - Run gets its clients from the plugin's cli.Factory and does the work.
 //
 // Run goes plan, access check, apply, report:
@@ -54,11 +59,12 @@
 //
 // # Exit codes
 //
-// Defined once in cli (exit.go), ended in every plugin's help: 0 done,
-// 1 failed, 2 usage (cli.UsageErrorf), 3 refused before anything changed,
-// also when a safety check cannot check (cli.Refused), 4 changed but the
-// wait timed out (cli.TimedOut), 130 interrupted. cli.Execute maps an error
-// to its code.
+// Defined once in exitcode, ended in every plugin's help: 0 done, 1 failed,
+// 2 usage (exitcode.UsageErrorf), 3 refused before anything changed, also
+// when a safety check cannot check (exitcode.RefusedError), 4 changed but
+// the wait timed out (exitcode.TimedOutError), 130 interrupted (wrapping
+// exitcode.ErrInterrupted). cli.Execute maps an error to its code
+// (exitcode.Of).
 //
 // # Recipe: adding a leaf command
 //

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // DefaultChunkSize is kubectl's page size for lists.
@@ -22,7 +24,7 @@ func AddChunkSizeFlag(cmd *cobra.Command, size *int64) {
 // ValidateChunkSize refuses a negative --chunk-size as a usage error.
 func ValidateChunkSize(size int64) error {
 	if size < 0 {
-		return UsageErrorf("--chunk-size must be 0 or more, got %d", size)
+		return exitcode.UsageErrorf("--chunk-size must be 0 or more, got %d", size)
 	}
 	return nil
 }

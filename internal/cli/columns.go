@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // customColumns is kubectl's -o custom-columns=HEADER:PATH,... and
@@ -66,7 +68,7 @@ func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 }
 
 func readColumnsFile(path string) (headers, specs []string, err error) {
-	data, _, err := ReadFile(path, MaxFileSize)
+	data, _, err := localfile.Read(path, localfile.MaxSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("error reading template %s, %w", path, err)
 	}

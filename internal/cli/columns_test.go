@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestCustomColumnsFromFileAndMissingFields(t *testing.T) {
@@ -33,7 +35,7 @@ func TestCustomColumnsRejectsBadSpecs(t *testing.T) {
 		o := NewOutput()
 		*o.PrintFlags.OutputFormat = format
 		err := o.Validate()
-		assert.Equal(t, ExitCode(err), ExitUsage, format)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, format)
 		assert.ErrorContains(t, err, want, format)
 	}
 }

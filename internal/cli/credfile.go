@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // CredentialFileMode is the mode of a file that holds a credential: only
@@ -19,18 +21,18 @@ const CredentialFileMode = 0o600
 func CheckCredentialFile(path string, overwrite bool) error {
 	dir := filepath.Dir(path)
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return Refusedf("cannot write %s: its directory %s does not exist; nothing was written", path, dir)
+		return exitcode.RefusedErrorf("cannot write %s: its directory %s does not exist; nothing was written", path, dir)
 	}
 	info, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return Refusedf("cannot write %s: %w; nothing was written", path, err)
+		return exitcode.RefusedErrorf("cannot write %s: %w; nothing was written", path, err)
 	case info.IsDir():
-		return Refusedf("cannot write %s: it is a directory; nothing was written", path)
+		return exitcode.RefusedErrorf("cannot write %s: it is a directory; nothing was written", path)
 	case !overwrite:
-		return Refusedf("%s already exists; nothing was written: pass --overwrite to replace it, or choose another --output-file", path)
+		return exitcode.RefusedErrorf("%s already exists; nothing was written: pass --overwrite to replace it, or choose another --output-file", path)
 	}
 	return nil
 }

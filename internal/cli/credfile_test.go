@@ -7,6 +7,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestCredentialFileIsOwnerOnlyAndNeverReplacedUnasked(t *testing.T) {
@@ -19,7 +21,7 @@ func TestCredentialFileIsOwnerOnlyAndNeverReplacedUnasked(t *testing.T) {
 	assert.Equal(t, info.Mode().Perm(), os.FileMode(0o600))
 
 	err = CheckCredentialFile(path, false)
-	assert.Check(t, IsRefused(err))
+	assert.Check(t, exitcode.IsRefused(err))
 	assert.Check(t, is.ErrorContains(err, "already exists; nothing was written: pass --overwrite"))
 	// A file that appears between the check and the write is not replaced.
 	assert.Check(t, WriteCredentialFile(path, []byte("second"), false) != nil)
@@ -41,6 +43,6 @@ func TestCredentialFileIsOwnerOnlyAndNeverReplacedUnasked(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(entries), 1, "no temporary file left")
 
-	assert.Check(t, IsRefused(CheckCredentialFile(filepath.Join(dir, "missing", "x"), true)))
-	assert.Check(t, IsRefused(CheckCredentialFile(dir, true)))
+	assert.Check(t, exitcode.IsRefused(CheckCredentialFile(filepath.Join(dir, "missing", "x"), true)))
+	assert.Check(t, exitcode.IsRefused(CheckCredentialFile(dir, true)))
 }

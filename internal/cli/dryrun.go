@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // DryRun is the --dry-run strategy: none, client (print the plan, send
@@ -38,7 +40,7 @@ func AddDryRunFlag(cmd *cobra.Command) {
 func GetDryRun(cmd *cobra.Command) (DryRun, error) {
 	value, err := cmd.Flags().GetString("dry-run")
 	if err != nil {
-		return DryRunNone, UsageErrorf("%v", err)
+		return DryRunNone, exitcode.UsageErrorf("%v", err)
 	}
 	b, err := strconv.ParseBool(value)
 	if err == nil {
@@ -60,7 +62,7 @@ func GetDryRun(cmd *cobra.Command) (DryRun, error) {
 	case "none":
 		return DryRunNone, nil
 	}
-	return DryRunNone, UsageErrorf(`Invalid dry-run value (%v). Must be "none", "server", or "client".`, value)
+	return DryRunNone, exitcode.UsageErrorf(`Invalid dry-run value (%v). Must be "none", "server", or "client".`, value)
 }
 
 // DryRunOption is the metav1 DryRun field for a write under strategy s.

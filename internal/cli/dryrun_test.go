@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestDryRunStrategy(t *testing.T) {
@@ -26,7 +28,7 @@ func TestDryRunRejectsUnknownValue(t *testing.T) {
 	AddDryRunFlag(cmd)
 	assert.NilError(t, cmd.Flags().Set("dry-run", "maybe"))
 	_, err := GetDryRun(cmd)
-	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.Equal(t, exitcode.Of(err), exitcode.Usage)
 	assert.ErrorContains(t, err, "maybe")
 }
 

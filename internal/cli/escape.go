@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // EscapeTerminal makes text from a cluster (names, condition messages,
@@ -16,7 +18,7 @@ import (
 // kubectl escapes them (printers.EscapeTerminal), every other control
 // character (BEL, C1), and the bidirectional overrides that reorder what is
 // shown, written out as \xNN or \uNNNN. Newlines and tabs stay. The
-// credentials of URLs are scrubbed (ScrubURLs) on the way: this is the one
+// credentials of URLs are scrubbed (scrub.URLs) on the way: this is the one
 // filter of all terminal output.
 func EscapeTerminal(s string) string { return escape(s, false) }
 
@@ -28,7 +30,7 @@ func escapeLine(s string) string { return escape(s, true) }
 // a newline escaped to \n join what it had kept apart, and escaping the
 // result again would scrub more (found by FuzzEscape).
 func escape(s string, oneLine bool) string {
-	return ScrubURLs(escapeControls(s, oneLine))
+	return scrub.URLs(escapeControls(s, oneLine))
 }
 
 func escapeControls(s string, oneLine bool) string {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // hostile is text a spoke agent or anyone with write access could put in a
@@ -66,7 +67,7 @@ func TestErrorsAreEscaped(t *testing.T) {
 	root := &cobra.Command{Use: "sample", SilenceErrors: true, SilenceUsage: true, RunE: func(*cobra.Command, []string) error {
 		return fmt.Errorf("condition of spoke-1 says: %w", errors.New(hostile))
 	}}
-	assert.Equal(t, Execute(root, nil, streams), ExitFailed)
+	assert.Equal(t, Execute(root, nil, streams), exitcode.Failed)
 	noControl(t, errOut.String())
 	assert.Check(t, is.Contains(errOut.String(), "error: condition of spoke-1 says: ok^[[2J"))
 }

@@ -10,13 +10,12 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
-)
 
-// ErrInterrupted is the cause of a command's context ended by Ctrl-C or
-// SIGTERM. Errors that wrap it exit with ExitInterrupted.
-var ErrInterrupted = errors.New("interrupted")
+	"github.com/spokekit/spokekit/internal/exitcode"
+)
 
 // interruption is the cause recorded for sig, e.g. "interrupted by SIGINT".
 func interruption(sig os.Signal) error {
@@ -29,13 +28,13 @@ func interruption(sig os.Signal) error {
 			name = "SIGTERM"
 		}
 	}
-	return fmt.Errorf("%w by %s", ErrInterrupted, name)
+	return fmt.Errorf("%w by %s", exitcode.ErrInterrupted, name)
 }
 
 // withInterrupt returns the one context of a run, cancelled with an
-// ErrInterrupted cause at the first SIGINT or SIGTERM. It stops listening
-// before it cancels, so a second signal finds Go's default again and kills
-// the process at once, whatever the command is doing.
+// exitcode.ErrInterrupted cause at the first SIGINT or SIGTERM. It stops
+// listening before it cancels, so a second signal finds Go's default again
+// and kills the process at once, whatever the command is doing.
 // (signal.NotifyContext cancels first and stops listening only later.)
 func withInterrupt(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -57,8 +56,12 @@ func withInterrupt(parent context.Context) (context.Context, context.CancelFunc)
 
 // Interrupted tells whether ctx ended because of Ctrl-C or SIGTERM.
 func Interrupted(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), ErrInterrupted)
+	return errors.Is(context.Cause(ctx), exitcode.ErrInterrupted)
 }
+
+// giveBackTimeout bounds giving back what a command took after it was
+// interrupted or failed.
+const giveBackTimeout = 30 * time.Second
 
 // GiveBackContext is a context for giving back what a command took (a
 // cordon) after ctx ended, interrupted or timed out: it keeps ctx's values,

@@ -21,6 +21,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // blockingCommand is a leaf command that waits until its context ends, as a
@@ -43,7 +45,7 @@ func TestSignalCancelsTheCommandAndExits130(t *testing.T) {
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 		root := testRoot(t, streams)
 		root.AddCommand(blockingCommand(sig))
-		assert.Equal(t, Execute(root, []string{"block"}, streams), ExitInterrupted, sig)
+		assert.Equal(t, Execute(root, []string{"block"}, streams), exitcode.Interrupted, sig)
 		assert.Equal(t, out.String(), "")
 		assert.Check(t, is.Contains(errOut.String(), "waiting for the thing"), sig)
 		assert.Check(t, is.Contains(errOut.String(), "interrupted"), sig)
@@ -53,7 +55,7 @@ func TestSignalCancelsTheCommandAndExits130(t *testing.T) {
 func TestExitCodeOfAnInterruption(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(interruption(os.Interrupt))
-	assert.Equal(t, ExitCode(context.Cause(ctx)), ExitInterrupted)
+	assert.Equal(t, exitcode.Of(context.Cause(ctx)), exitcode.Interrupted)
 	assert.ErrorContains(t, context.Cause(ctx), "interrupted by SIGINT")
 }
 
@@ -66,7 +68,7 @@ func TestWaitForInterruptedIsNotATimeout(t *testing.T) {
 		return done, state, err
 	}
 	err := WaitFor(ctx, "spoke x", lw, &corev1.ConfigMap{}, time.Hour, nil, check)
-	assert.Equal(t, ExitCode(err), ExitInterrupted, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.Interrupted, "%v", err)
 	assert.ErrorContains(t, err, "last state: phase Joining")
 }
 
@@ -79,7 +81,7 @@ func TestConfirmStopsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(interruption(os.Interrupt))
 	err = ConfirmFrom(ctx, streams, "Delete it")
-	assert.Equal(t, ExitCode(err), ExitInterrupted)
+	assert.Equal(t, exitcode.Of(err), exitcode.Interrupted)
 	assert.ErrorContains(t, err, "nothing was changed")
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // NameKind is a kind of object name with the rule the API server holds it
@@ -43,7 +45,7 @@ var (
 func ValidateNames(kind NameKind, names ...string) error {
 	for _, n := range names {
 		if errs := kind.check(n); len(errs) > 0 {
-			return UsageErrorf("%q is not a valid %s (%s): %s", n, kind.What, kind.Rule, strings.Join(errs, "; "))
+			return exitcode.UsageErrorf("%q is not a valid %s (%s): %s", n, kind.What, kind.Rule, strings.Join(errs, "; "))
 		}
 	}
 	return nil

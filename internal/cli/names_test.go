@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestValidateNames(t *testing.T) {
@@ -24,7 +26,7 @@ func TestValidateNames(t *testing.T) {
 	} {
 		err := ValidateNames(tc.kind, "ok", tc.name)
 		assert.ErrorContains(t, err, tc.want, "%s %q", tc.kind.What, tc.name)
-		assert.Equal(t, ExitCode(err), ExitUsage)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage)
 	}
 	assert.NilError(t, ValidateNames(NodeName, "ip-10-0-0-1.ec2.internal", "worker-1"))
 	assert.NilError(t, ValidateNames(ClusterName, "spoke-1"))

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // Table is the human view of a report: what is printed without -o, and with
@@ -107,20 +109,20 @@ func (o *Output) Validate() error {
 	if t := o.PrintFlags.TemplatePrinterFlags; t != nil && t.TemplateArgument != nil && *t.TemplateArgument != "" && !strings.HasPrefix(name, "jsonpath") {
 		// kubectl reads a lone --template as a Go template, which the
 		// plugins do not offer: ignoring it would print something else.
-		return UsageErrorf("--template goes with -o jsonpath or -o jsonpath-file (Go templates are not supported), got -o %q", format)
+		return exitcode.UsageErrorf("--template goes with -o jsonpath or -o jsonpath-file (Go templates are not supported), got -o %q", format)
 	}
 	if o.IsTable() {
 		return nil
 	}
 	if len(o.only) > 0 {
 		if !slices.Contains(o.only, name) {
-			return UsageErrorf("unknown output format %q: use one of %s", format, strings.Join(o.only, ", "))
+			return exitcode.UsageErrorf("unknown output format %q: use one of %s", format, strings.Join(o.only, ", "))
 		}
 		return nil
 	}
 	_, err := o.printer()
 	if err != nil {
-		return UsageErrorf("%v", err)
+		return exitcode.UsageErrorf("%v", err)
 	}
 	return nil
 }
@@ -187,7 +189,7 @@ func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	}
 	p, err := o.printer()
 	if err != nil {
-		return UsageErrorf("%v", err)
+		return exitcode.UsageErrorf("%v", err)
 	}
 	// Machine formats print the server's text as it is, as kubectl does.
 	return p.PrintObj(u, raw(w))

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/golden"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 type sampleItem struct {
@@ -64,14 +65,14 @@ func TestOutputRejectsUnknownFormat(t *testing.T) {
 	o := NewOutput()
 	*o.PrintFlags.OutputFormat = "xml"
 	err := o.Validate()
-	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.Equal(t, exitcode.Of(err), exitcode.Usage)
 	assert.ErrorContains(t, err, `"xml"`)
 
 	for _, format := range []string{"go-template={{.kind}}", "go-template-file=t.tmpl", "template={{.kind}}"} {
 		o = NewOutput()
 		*o.PrintFlags.OutputFormat = format
 		err = o.Validate()
-		assert.Equal(t, ExitCode(err), ExitUsage, format)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, format)
 		assert.ErrorContains(t, err, "use -o jsonpath=")
 	}
 
@@ -82,7 +83,7 @@ func TestOutputRejectsUnknownFormat(t *testing.T) {
 		*o.PrintFlags.OutputFormat = format
 		*o.PrintFlags.TemplatePrinterFlags.TemplateArgument = "{.kind}"
 		err = o.Validate()
-		assert.Equal(t, ExitCode(err), ExitUsage, format)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, format)
 		assert.ErrorContains(t, err, "--template goes with -o jsonpath")
 	}
 	o = NewOutput()
@@ -93,7 +94,7 @@ func TestOutputRejectsUnknownFormat(t *testing.T) {
 	o = NewOutput("json", "yaml")
 	*o.PrintFlags.OutputFormat = "name"
 	err = o.Validate()
-	assert.Equal(t, ExitCode(err), ExitUsage)
+	assert.Equal(t, exitcode.Of(err), exitcode.Usage)
 	assert.ErrorContains(t, err, "use one of json, yaml")
 }
 

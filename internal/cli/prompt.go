@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/term"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // Confirm asks the user to confirm a destructive step. With yes it returns at
@@ -18,7 +20,7 @@ func Confirm(ctx context.Context, streams genericiooptions.IOStreams, question s
 		return nil
 	}
 	if !term.IsTerminal(streams.In) {
-		return Refusedf("%s: confirmation needed but stdin is not a terminal; pass --yes to confirm", question)
+		return exitcode.RefusedErrorf("%s: confirmation needed but stdin is not a terminal; pass --yes to confirm", question)
 	}
 	return ConfirmFrom(ctx, streams, question)
 }
@@ -39,7 +41,7 @@ func ConfirmFrom(ctx context.Context, streams genericiooptions.IOStreams, questi
 		case "y", "yes":
 			return nil
 		}
-		return Refusedf("%s: not confirmed, nothing was changed", question)
+		return exitcode.RefusedErrorf("%s: not confirmed, nothing was changed", question)
 	case <-ctx.Done():
 		fmt.Fprintln(streams.ErrOut)
 		return fmt.Errorf("%s: no answer, nothing was changed: %w", question, context.Cause(ctx))

@@ -7,13 +7,15 @@ import (
 
 	"gotest.tools/v3/assert"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestConfirmRefusesWithoutTerminal(t *testing.T) {
 	streams, in, _, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString("yes\n")
 	err := Confirm(context.Background(), streams, "Force-remove spoke-1", false)
-	assert.Equal(t, ExitCode(err), ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "--yes")
 	assert.Equal(t, errOut.String(), "", "nothing is asked when the answer cannot be read")
 }
@@ -32,7 +34,7 @@ func TestConfirmFromReadsTheAnswer(t *testing.T) {
 		assert.Equal(t, err == nil, ok, "answer %q", answer)
 		assert.Assert(t, strings.HasPrefix(errOut.String(), "Delete it [y/N]: "))
 		if !ok {
-			assert.Equal(t, ExitCode(err), ExitRefused)
+			assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 		}
 	}
 }

@@ -18,6 +18,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // Namespace returns the namespace from -n or the current context, and whether -n was given.
@@ -47,7 +50,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	root := &cobra.Command{
 		Use:     p.Name,
 		Short:   p.Short,
-		Long:    p.Long + "\n\n" + ExitCodesHelp,
+		Long:    p.Long + "\n\n" + exitcode.Help,
 		Example: p.Example,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl " + p.Name,
@@ -65,27 +68,19 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &exitcode.Error{Code: exitcode.Usage, Err: err}
 	})
 
 	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(withClientRate(c), root.Context)) }
 	flags := root.PersistentFlags()
 	f.addFlags(flags)
-	flags.BoolVar(&AllowInsecureKubeconfigSecrets, "allow-insecure-kubeconfig-secrets", false,
+	flags.BoolVar(&kubeconfig.AllowInsecureSecrets, "allow-insecure-kubeconfig-secrets", false,
 		"Use kubeconfigs read from Secrets even when they send requests over plain http, to link-local or cloud metadata addresses, through a proxy, or without checking the server's certificate.")
 	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
 }
-
-// AllowInsecureKubeconfigSecrets is --allow-insecure-kubeconfig-secrets: a
-// kubeconfig read from a Secret was written by whoever may write that Secret,
-// and by default may not send this machine's requests over plain http, to
-// link-local or metadata addresses, through a proxy or without checking the
-// certificate (internal/kubeconfig). A process-wide flag like -v, so that
-// every command reading such kubeconfigs takes it the same way.
-var AllowInsecureKubeconfigSecrets bool
 
 // Client-side request rate of every plugin. client-go's default (5 a second,
 // bursts of 10) makes a list of thousands of objects wait between pages and
@@ -147,7 +142,7 @@ func Group(cmd *cobra.Command) {
 		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 		}
-		return &ExitError{Code: ExitUsage, Err: errors.New(msg)}
+		return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
 	}
 	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }
@@ -155,7 +150,7 @@ func Group(cmd *cobra.Command) {
 // NoArgs rejects positional arguments as a usage error.
 func NoArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return UsageErrorf("%q takes no arguments, got %q", c.CommandPath(), args)
+		return exitcode.UsageErrorf("%q takes no arguments, got %q", c.CommandPath(), args)
 	}
 	return nil
 }
@@ -164,7 +159,7 @@ func NoArgs(c *cobra.Command, args []string) error {
 func ExactArgs(n int, names ...string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return UsageErrorf("%q needs exactly %d argument(s) (%s), got %d", c.CommandPath(), n, strings.Join(names, ", "), len(args))
+			return exitcode.UsageErrorf("%q needs exactly %d argument(s) (%s), got %d", c.CommandPath(), n, strings.Join(names, ", "), len(args))
 		}
 		return nil
 	}
@@ -174,7 +169,7 @@ func ExactArgs(n int, names ...string) cobra.PositionalArgs {
 func MinArgs(n int, name string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < n {
-			return UsageErrorf("%q needs at least %d %s", c.CommandPath(), n, name)
+			return exitcode.UsageErrorf("%q needs at least %d %s", c.CommandPath(), n, name)
 		}
 		return nil
 	}
@@ -183,7 +178,7 @@ func MinArgs(n int, name string) cobra.PositionalArgs {
 // Execute runs the command line and returns the exit code, printing any error
 // once to stderr the way kubectl does. The command's context ends at the
 // first SIGINT or SIGTERM; a command that fails then exits with
-// ExitInterrupted, whatever its error (often a request cut short).
+// exitcode.Interrupted, whatever its error (often a request cut short).
 func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
 	ctx, stop := withInterrupt(context.Background())
 	defer stop()
@@ -191,13 +186,13 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	ran := noteRun(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
-	code := ExitCode(err)
-	if code == ExitFailed && !*ran {
+	code := exitcode.Of(err)
+	if code == exitcode.Failed && !*ran {
 		// cobra's own checks of the command line (arguments, required
 		// flags, flag groups) fail before the command runs.
-		code = ExitUsage
+		code = exitcode.Usage
 	}
 	msg := err.Error()
 	// A bare API or connection error reads as kubectl prints it; wrapped ones
@@ -207,8 +202,8 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	}
 	code, msg = explainAPIError(err, code, msg)
 	if Interrupted(ctx) {
-		code = ExitInterrupted
-		if !errors.Is(err, ErrInterrupted) {
+		code = exitcode.Interrupted
+		if !errors.Is(err, exitcode.ErrInterrupted) {
 			msg = context.Cause(ctx).Error() + ": " + strings.TrimPrefix(msg, "error: ")
 		}
 	}
@@ -216,7 +211,7 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 		msg = "error: " + msg
 	}
 	fmt.Fprintln(streams.ErrOut, EscapeTerminal(strings.TrimRight(msg, "\n")))
-	if code == ExitUsage && cmd != nil {
+	if code == exitcode.Usage && cmd != nil {
 		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code
@@ -242,7 +237,7 @@ func noteRun(root *cobra.Command) *bool {
 }
 
 func unwrapExit(err error) error {
-	var ee *ExitError
+	var ee *exitcode.Error
 	if errors.As(err, &ee) {
 		return ee.Err
 	}

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func testRoot(t *testing.T, streams genericiooptions.IOStreams) *cobra.Command {
@@ -26,20 +28,20 @@ func testRoot(t *testing.T, streams genericiooptions.IOStreams) *cobra.Command {
 
 func TestHelpReadsAsKubectlCommand(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
-	assert.Equal(t, Execute(testRoot(t, streams), []string{"--help"}, streams), ExitOK)
+	assert.Equal(t, Execute(testRoot(t, streams), []string{"--help"}, streams), exitcode.OK)
 	golden.Assert(t, out.String(), "root-help.golden")
 }
 
 func TestVersionHelp(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
-	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "--help"}, streams), ExitOK)
+	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "--help"}, streams), exitcode.OK)
 	golden.Assert(t, out.String(), "version-help.golden")
 }
 
 func TestUsageErrorsExit2Once(t *testing.T) {
 	for _, args := range [][]string{{"nope"}, {"version", "--nope"}, {"version", "arg"}, {"version", "-o", "xml"}, {"verison"}} {
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-		assert.Equal(t, Execute(testRoot(t, streams), args, streams), ExitUsage, "%v", args)
+		assert.Equal(t, Execute(testRoot(t, streams), args, streams), exitcode.Usage, "%v", args)
 		assert.Equal(t, out.String(), "", "%v", args)
 		golden.Assert(t, errOut.String(), "usage-"+args[len(args)-1]+".golden")
 	}
@@ -61,18 +63,18 @@ func TestCommandLineChecksBeforeRunExit2(t *testing.T) {
 	}
 	for _, args := range [][]string{{"need"}, {"need", "x"}, {"need", "x", "--file", "f", "--a", "--b"}} {
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-		assert.Equal(t, Execute(root(streams), args, streams), ExitUsage, "%v", args)
+		assert.Equal(t, Execute(root(streams), args, streams), exitcode.Usage, "%v", args)
 		assert.Equal(t, out.String(), "", "%v", args)
 		assert.Check(t, strings.HasSuffix(errOut.String(), "See 'kubectl sample need --help' for usage.\n"), "%v: %s", args, errOut)
 	}
 	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
-	assert.Equal(t, Execute(root(streams), []string{"need", "x", "--file", "f"}, streams), ExitFailed)
+	assert.Equal(t, Execute(root(streams), []string{"need", "x", "--file", "f"}, streams), exitcode.Failed)
 	assert.Equal(t, errOut.String(), "error: it failed\n")
 }
 
 func TestVersionJSON(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
-	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "-o", "json"}, streams), ExitOK)
+	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "-o", "json"}, streams), exitcode.OK)
 	assert.Assert(t, len(out.String()) > 0)
 	u := out.String()
 	assert.Assert(t, strings.Contains(u, `"kind": "Version"`) && strings.Contains(u, `"plugin": "sample"`), u)

@@ -1,6 +1,10 @@
 package cli
 
-import "k8s.io/apimachinery/pkg/labels"
+import (
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
+)
 
 // ValidateSelector checks a label selector flag before any request: it must
 // parse, and a blank one (" ") is refused. labels.Parse takes a blank
@@ -9,10 +13,10 @@ import "k8s.io/apimachinery/pkg/labels"
 func ValidateSelector(flag, value string) error {
 	sel, err := labels.Parse(value)
 	if err != nil {
-		return UsageErrorf("invalid %s %q: %v", flag, value, err)
+		return exitcode.UsageErrorf("invalid %s %q: %v", flag, value, err)
 	}
 	if value != "" && sel.Empty() {
-		return UsageErrorf("%s %q is blank and selects everything; give a selector, or leave the flag out", flag, value)
+		return exitcode.UsageErrorf("%s %q is blank and selects everything; give a selector, or leave the flag out", flag, value)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestValidateSelector(t *testing.T) {
@@ -20,6 +22,6 @@ func TestValidateSelector(t *testing.T) {
 			continue
 		}
 		assert.ErrorContains(t, err, want, "%q", value)
-		assert.Equal(t, ExitCode(err), ExitUsage, "%q", value)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, "%q", value)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // UnreachableError is a request to the plugin's own API server (the one the
@@ -51,11 +53,11 @@ func (t *unreachableTransport) WrappedRoundTripper() http.RoundTripper { return 
 func explainAPIError(err error, code int, msg string) (int, string) {
 	var ue *UnreachableError
 	if errors.As(err, &ue) {
-		return ExitFailed, "cannot reach the API server at " + ue.Host + ": " + msg +
+		return exitcode.Failed, "cannot reach the API server at " + ue.Host + ": " + msg +
 			"; check the context (kubectl config current-context) and that the cluster is up"
 	}
 	var status apierrors.APIStatus
-	if code == ExitFailed && errors.As(err, &status) && apierrors.IsNotFound(err) {
+	if code == exitcode.Failed && errors.As(err, &status) && apierrors.IsNotFound(err) {
 		if d := status.Status().Details; d == nil || d.Name == "" {
 			return code, msg + "; the API server does not serve this kind of object: is its CRD installed, and is the context the right cluster?"
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // Set at build time with -ldflags "-X github.com/spokekit/spokekit/internal/cli.version=...".
@@ -110,5 +111,5 @@ func serverInfo(f *Factory) (*ServerInfo, error) {
 		return nil, fmt.Errorf("asking %s for its version: %w", cfg.Host, err)
 	}
 	// -o json and yaml print as they are: scrub the URL here.
-	return &ServerInfo{URL: ScrubURLs(cfg.Host), Version: sv.GitVersion}, nil
+	return &ServerInfo{URL: scrub.URLs(cfg.Host), Version: sv.GitVersion}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // Check looks at every object the wait watches and says whether the wait is
@@ -22,8 +24,9 @@ type Check func(objs []any) (done bool, state string, err error)
 
 // WaitFor watches the objects of lw (a list and watch, usually narrowed to
 // one object by a field selector) until check says done, or until timeout
-// (0: no limit). A timeout returns an ExitError with code 4 naming the last
-// observed state; the end of ctx (Ctrl-C) returns its cause, also naming it.
+// (0: no limit). A timeout returns an exitcode.Error with code 4 naming the
+// last observed state; the end of ctx (Ctrl-C) returns its cause,
+// also naming it.
 func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example runtime.Object, timeout time.Duration, p *Progress, check Check) error {
 	var store cache.Store
 	last := "nothing observed yet"
@@ -55,7 +58,7 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		// user gave it: 15s, not 14.999995361s.
 		shown := timeout.Round(100 * time.Millisecond)
 		p.Done("%s: gave up after %s", what, shown)
-		return TimedOut(fmt.Errorf("timed out after %s waiting for %s; last state: %s", shown, what, last))
+		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s", shown, what, last))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
 }
@@ -81,7 +84,7 @@ func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string
 // "no limit" in every command.
 func ValidateTimeout(timeout time.Duration) error {
 	if timeout < 0 {
-		return UsageErrorf("--timeout must not be negative (0: no limit), got %s", timeout)
+		return exitcode.UsageErrorf("--timeout must not be negative (0: no limit), got %s", timeout)
 	}
 	return nil
 }

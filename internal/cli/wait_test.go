@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // plainListWatch is a list and watch without watch-list streaming, which a
@@ -66,7 +68,7 @@ func TestWaitForEndsWhenTheCheckPasses(t *testing.T) {
 func TestWaitForTimesOutWithExit4AndLastState(t *testing.T) {
 	lw, _ := listWatch(*cm("Joining", "1"))
 	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Second, nil, phaseCheck("Running"))
-	assert.Equal(t, ExitCode(err), ExitTimedOut)
+	assert.Equal(t, exitcode.Of(err), exitcode.TimedOut)
 	assert.ErrorContains(t, err, "last state: phase Joining")
 }
 
@@ -76,7 +78,7 @@ func TestWaitForPassesCheckErrors(t *testing.T) {
 		return false, "", fmt.Errorf("spoke x is owned by a Compute Pool")
 	})
 	assert.ErrorContains(t, err, "Compute Pool")
-	assert.Equal(t, ExitCode(err), ExitFailed)
+	assert.Equal(t, exitcode.Of(err), exitcode.Failed)
 }
 
 func TestDeadlineSharedBySteps(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 	"github.com/spokekit/spokekit/internal/park"
 	"github.com/spokekit/spokekit/internal/spoke"
@@ -119,8 +119,8 @@ func leaves(root *cobra.Command) []*cobra.Command {
 func TestEveryPluginEndsItsHelpWithTheExitCodes(t *testing.T) {
 	for _, p := range plugins {
 		code, stdout, stderr := clitest.RunCommand(p.newRoot, "--help")
-		assert.Check(t, is.Equal(code, cli.ExitOK), stderr)
-		assert.Check(t, is.Contains(stdout, cli.ExitCodesHelp), "kubectl %s --help", p.name)
+		assert.Check(t, is.Equal(code, exitcode.OK), stderr)
+		assert.Check(t, is.Contains(stdout, exitcode.Help), "kubectl %s --help", p.name)
 	}
 }
 
@@ -172,7 +172,7 @@ func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	for _, format := range clitest.ReportFormats {
 		assert.Check(t, is.Contains(f.Usage, strings.TrimSuffix(format, "=")), "-o")
 	}
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "output format", with(line, "-o", "bogus"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "output format", with(line, "-o", "bogus"))
 	// The help offers only what the command takes: no Go templates.
 	c.Flags().VisitAll(func(f *pflag.Flag) {
 		assert.Check(t, !strings.Contains(f.Usage, "go-template") && !strings.Contains(f.Usage, "golang"), "--%s: %s", f.Name, f.Usage)
@@ -193,10 +193,10 @@ func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
 	}
 	assert.Check(t, is.Equal(f.Value.Type(), "duration"))
 	assert.Check(t, is.Contains(f.Usage, "(0: no limit)"))
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "must not be negative", with(line, "--timeout", "-1s"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "must not be negative", with(line, "--timeout", "-1s"))
 	srv := clitest.NewAPIServer(t)
 	code, _, stderr := clitest.RunCommand(p.newRoot, append(with(line, "--timeout", "0"), "--kubeconfig", srv.Kubeconfig)...)
-	assert.Check(t, code != cli.ExitUsage, "--timeout 0 refused: %s", stderr)
+	assert.Check(t, code != exitcode.Usage, "--timeout 0 refused: %s", stderr)
 	assert.Check(t, len(srv.Requests()) > 0, "--timeout 0 did not go on to the work: %s", stderr)
 }
 
@@ -208,7 +208,7 @@ func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		return
 	}
 	assert.Check(t, is.Equal(f.DefValue, "500"))
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "--chunk-size must be 0 or more", with(line, "--chunk-size", "-1"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "--chunk-size must be 0 or more", with(line, "--chunk-size", "-1"))
 }
 
 // checkListing: a command that lists (list, get) takes kubectl get's
@@ -226,9 +226,9 @@ func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
 			assert.Check(t, is.Equal(f.Name, name))
 		}
 	}
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "invalid --selector", with(line, "-l", "env in (prod"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "invalid --selector", with(line, "-l", "env in (prod"))
 	// A blank selector parses as the empty one, which selects everything.
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, "is blank and selects everything", with(line, "-l", " "))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "is blank and selects everything", with(line, "-l", " "))
 }
 
 // checkDryRun: a command that changes something takes --dry-run, kubectl's,
@@ -250,7 +250,7 @@ func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		slices.Sort(values)
 		assert.Check(t, is.DeepEqual(values, []string{"client", "none", "server"}))
 	}
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, `Must be "none", "server", or "client"`, with(line, "--dry-run=bogus"))
+	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, `Must be "none", "server", or "client"`, with(line, "--dry-run=bogus"))
 }
 
 // checkFiles: a file flag naming a file that is not there is refused
@@ -263,10 +263,10 @@ func checkFiles(t *testing.T, p plugin, c *cobra.Command, line []string) {
 		missing := filepath.Join(t.TempDir(), "missing-"+f.Name+".yaml")
 		if f.Name == "template" {
 			// The template of -o jsonpath-file: a bad -o is a usage error.
-			clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitUsage, missing, with(line, "-o", "jsonpath-file", "--template", missing))
+			clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, missing, with(line, "-o", "jsonpath-file", "--template", missing))
 			return
 		}
-		clitest.AssertExitBeforeAnyRequest(t, p.newRoot, cli.ExitRefused, missing, withFlag(line, f.Name, missing))
+		clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Refused, missing, withFlag(line, f.Name, missing))
 	})
 }
 

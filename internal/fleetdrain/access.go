@@ -7,7 +7,9 @@ import (
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // RBACManifest names the roles that grant what the commands need.
@@ -24,19 +26,19 @@ func worksRefusal(ctx context.Context, f *cli.Factory, cluster string) error {
 	if kube, err := f.KubernetesClientSet(); err == nil {
 		user = cli.UserName(ctx, kube.AuthenticationV1())
 	}
-	return cli.Refusedf("the current user may not list manifestworks.%s in namespace %s, so what the drain moves cannot be told; nothing was changed: bind %s of kubectl-fleetdrain's rbac.yaml in that namespace:\n  %s",
+	return exitcode.RefusedErrorf("the current user may not list manifestworks.%s in namespace %s, so what the drain moves cannot be told; nothing was changed: bind %s of kubectl-fleetdrain's rbac.yaml in that namespace:\n  %s",
 		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, user))
 }
 
-func core(verb, resource, sub, ns string) cli.Access {
-	return cli.Access{Verb: verb, Resource: resource, Subresource: sub, Namespace: ns}
+func core(verb, resource, sub, ns string) authz.Permission {
+	return authz.Permission{Verb: verb, Resource: resource, Subresource: sub, Namespace: ns}
 }
 
 // nodeAccess is what draining the planned nodes needs: cordon them, and
 // evict (or, with --disable-eviction, delete) the planned pods in their
 // namespaces while watching them go.
-func nodeAccess(report DrainReport, disableEviction bool) []cli.Access {
-	needs := []cli.Access{core("patch", "nodes", "", ""), core("watch", "pods", "", "")}
+func nodeAccess(report DrainReport, disableEviction bool) []authz.Permission {
+	needs := []authz.Permission{core("patch", "nodes", "", ""), core("watch", "pods", "", "")}
 	namespaces := sets.New[string]()
 	for _, n := range report.Items {
 		for _, p := range n.Evict {
@@ -54,20 +56,20 @@ func nodeAccess(report DrainReport, disableEviction bool) []cli.Access {
 }
 
 // clusterAccess is what tainting the clusters and waiting for their works needs.
-func clusterAccess(clusters []string, wait bool) []cli.Access {
-	var needs []cli.Access
+func clusterAccess(clusters []string, wait bool) []authz.Permission {
+	var needs []authz.Permission
 	for _, c := range clusters {
-		needs = append(needs, cli.Access{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: c})
+		needs = append(needs, authz.Permission{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: c})
 		if wait {
 			for _, verb := range []string{"list", "watch"} {
-				needs = append(needs, cli.Access{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: c})
+				needs = append(needs, authz.Permission{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: c})
 			}
 		}
 	}
 	return needs
 }
 
-func preflight(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, dryRun cli.DryRun, needs []cli.Access) error {
+func preflight(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, dryRun cli.DryRun, needs []authz.Permission) error {
 	return cli.Preflight(ctx, client, dryRun, RBACManifest, needs)
 }
 

@@ -7,7 +7,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
 
@@ -16,10 +16,10 @@ func TestNodeAccessFollowsThePlan(t *testing.T) {
 		{Evict: []PlannedPod{{Namespace: "web", Name: "a"}, {Namespace: "db", Name: "b"}}},
 		{Evict: []PlannedPod{{Namespace: "web", Name: "c"}}},
 	}}
-	describe := func(needs []cli.Access) []string {
+	describe := func(needs []authz.Permission) []string {
 		var out []string
-		for _, a := range cli.UniqueAccess(needs) {
-			out = append(out, cli.DescribeAccess(a))
+		for _, a := range authz.Unique(needs) {
+			out = append(out, authz.Describe(a))
 		}
 		return out
 	}
@@ -36,17 +36,17 @@ func TestNodeAccessFollowsThePlan(t *testing.T) {
 func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	roles := clitest.PluginRoles(t, "fleetdrain")
 	report := DrainReport{Items: []NodeReport{{Evict: []PlannedPod{{Namespace: "web", Name: "a"}}}}}
-	mc := func(verb string) cli.Access {
-		return cli.Access{Verb: verb, Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource}
+	mc := func(verb string) authz.Permission {
+		return authz.Permission{Verb: verb, Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource}
 	}
-	cases := map[string][]cli.Access{
-		"spokekit-fleetdrain-node": slices.Concat(nodeAccess(report, false), []cli.Access{
+	cases := map[string][]authz.Permission{
+		"spokekit-fleetdrain-node": slices.Concat(nodeAccess(report, false), []authz.Permission{
 			// What node and uncordon node read (node.go, drain.go, budgets.go).
 			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
 			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"}, {Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
 		}),
-		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []cli.Access{
+		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []authz.Permission{
 			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
 			// The placement guard's reads (clusterfleet.go), and --wait-for=healthy's decisions.
 			{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource},
@@ -63,19 +63,19 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			{Verb: "list", Group: "apps", Resource: "deployments"}, {Verb: "list", Group: "apps", Resource: "replicasets"},
 			{Verb: "list", Group: "apps", Resource: "statefulsets"},
 		},
-		"spokekit-fleetdrain-works": slices.DeleteFunc(clusterAccess([]string{"a"}, true), func(a cli.Access) bool { return a.Verb == "patch" }),
+		"spokekit-fleetdrain-works": slices.DeleteFunc(clusterAccess([]string{"a"}, true), func(a authz.Permission) bool { return a.Verb == "patch" }),
 	}
 	assert.Equal(t, len(roles), len(cases))
 	for name, needs := range cases {
 		role := roles[name]
 		for _, a := range needs {
-			assert.Check(t, clitest.Allows(role.Rules, a), "%s does not grant %s", name, cli.DescribeAccess(a))
+			assert.Check(t, clitest.Allows(role.Rules, a), "%s does not grant %s", name, authz.Describe(a))
 		}
 		for _, g := range clitest.Granted(role) {
-			used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+			used := slices.ContainsFunc(needs, func(a authz.Permission) bool {
 				return a.Group == g.Group && a.Resource == g.Resource && a.Subresource == g.Subresource && a.Verb == g.Verb
 			})
-			assert.Check(t, used, "%s grants %s, which no command needs", name, cli.DescribeAccess(g))
+			assert.Check(t, used, "%s grants %s, which no command needs", name, authz.Describe(g))
 			assert.Check(t, g.Resource != "secrets")
 			assert.Check(t, g.Resource != ocm.ManifestWorkResource.Resource || name == worksRole, "%s grants ManifestWorks", name)
 		}

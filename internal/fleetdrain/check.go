@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // CheckOptions are the flags and clients of `fleetdrain check`.
@@ -101,7 +102,7 @@ func (o *CheckOptions) Validate() error {
 		return err
 	}
 	if len(o.Nodes) > 0 && o.Selector != "" {
-		return cli.UsageErrorf("name nodes or select them with -l, not both")
+		return exitcode.UsageErrorf("name nodes or select them with -l, not both")
 	}
 	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
 		return err
@@ -154,7 +155,7 @@ func (o *CheckOptions) read(ctx context.Context) (CheckInput, error) {
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, n.Name)
 	}
-	cannot := func(err error) error { return cli.Refused(fmt.Errorf("cannot check: %w", err)) }
+	cannot := func(err error) error { return exitcode.RefusedError(fmt.Errorf("cannot check: %w", err)) }
 	all := metav1.ListOptions{}
 	if len(o.Nodes) == 0 && o.Selector == "" {
 		if in.Pods, err = listed[corev1.Pod](ctx, o.client.CoreV1().Pods("").List, o.ChunkSize, all); err != nil {

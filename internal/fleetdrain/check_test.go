@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // checkPod is a pod of ns on node, controlled by kind/owner ("" for none).
@@ -126,7 +127,7 @@ func TestPlanCheck(t *testing.T) {
 	assert.Check(t, is.DeepEqual(r.Skipped, []string{"infra/agent-x", "kube-system/etcd-worker-1"}))
 
 	err := r.outcome()
-	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused))
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused))
 	assert.Check(t, is.ErrorContains(err, "poddisruptionbudget.policy/db in infra (BudgetAllowsNoDisruption)"))
 	assert.Check(t, is.ErrorContains(err, "deployment.apps/api in shop (EmptyDir)"))
 	assert.Check(t, !bytes.Contains([]byte(err.Error()), []byte("SingleReplica")), "disruptions do not fail the check: %v", err)

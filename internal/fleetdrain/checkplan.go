@@ -15,6 +15,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // Severity is what a finding of check means for a node replacement.
@@ -459,7 +460,7 @@ func (r CheckReport) outcome() error {
 	for _, item := range failing {
 		names = append(names, fmt.Sprintf("%s in %s (%s)", item.Object, item.Metadata.Namespace, item.Reason))
 	}
-	return cli.Refusedf("a replacement of node(s) %s would be blocked or lose data: %s", strings.Join(r.Nodes, ", "), strings.Join(names, "; "))
+	return exitcode.RefusedErrorf("a replacement of node(s) %s would be blocked or lose data: %s", strings.Join(r.Nodes, ", "), strings.Join(names, "; "))
 }
 
 // table is the human view: one row per finding.

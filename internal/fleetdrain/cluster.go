@@ -21,7 +21,9 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // managedClusters is the resource that cluster names complete from.
@@ -126,10 +128,10 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 // Validate rejects bad input before any request.
 func (o *ClusterOptions) Validate() error {
 	if len(o.Clusters) == 0 && o.Selector == "" {
-		return cli.UsageErrorf("give at least 1 cluster name, or select clusters with -l")
+		return exitcode.UsageErrorf("give at least 1 cluster name, or select clusters with -l")
 	}
 	if len(o.Clusters) > 0 && o.Selector != "" {
-		return cli.UsageErrorf("name clusters or select them with -l, not both")
+		return exitcode.UsageErrorf("name clusters or select them with -l, not both")
 	}
 	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
 		return err
@@ -138,10 +140,10 @@ func (o *ClusterOptions) Validate() error {
 		return err
 	}
 	if o.MaxConcurrent < 0 {
-		return cli.UsageErrorf("--max-concurrent must be 0 (all at once) or more, got %d", o.MaxConcurrent)
+		return exitcode.UsageErrorf("--max-concurrent must be 0 (all at once) or more, got %d", o.MaxConcurrent)
 	}
 	if o.WaitFor != waitForMoved && o.WaitFor != waitForHealthy {
-		return cli.UsageErrorf("--wait-for must be %s or %s, got %q", waitForMoved, waitForHealthy, o.WaitFor)
+		return exitcode.UsageErrorf("--wait-for must be %s or %s, got %q", waitForMoved, waitForHealthy, o.WaitFor)
 	}
 	var err error
 	if o.minAvailable, err = ParseMinAvailable(o.MinAvailable); err != nil {
@@ -188,7 +190,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 func (o *ClusterOptions) guard(fleet FleetState) ([]PlacementCheck, error) {
 	for key := range o.minAvailable.Per {
 		if !slices.ContainsFunc(fleet.Placements, func(p ocm.Placement) bool { return namespacedName(p.Namespace, p.Name) == key }) {
-			return nil, cli.Refusedf("--min-available names Placement %s, which is not on this hub; nothing was changed", key)
+			return nil, exitcode.RefusedErrorf("--min-available names Placement %s, which is not on this hub; nothing was changed", key)
 		}
 	}
 	checks := GuardPlacements(fleet, o.Clusters, o.minAvailable, time.Now())
@@ -237,7 +239,7 @@ func (o *ClusterOptions) planClusters(ctx context.Context, placements []ocm.Plac
 // refuses as well.
 func refuseComputePool(ctx context.Context, d dynamic.Interface, mc *ocm.ManagedCluster) error {
 	refuse := func(kind, pool string) error {
-		return cli.Refusedf("cluster %s belongs to Compute Pool %q (the %s carries %s or an owner of kind %s), which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead",
+		return exitcode.RefusedErrorf("cluster %s belongs to Compute Pool %q (the %s carries %s or an owner of kind %s), which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead",
 			mc.Name, pool, kind, fleetconfig.ComputePoolLabel, fleetconfig.ComputePoolKind)
 	}
 	if pool := fleetconfig.ComputePoolOf(mc); pool != "" {
@@ -248,7 +250,7 @@ func refuseComputePool(ctx context.Context, d dynamic.Interface, mc *ocm.Managed
 		return nil
 	}
 	if err != nil {
-		return cli.Refusedf("cannot tell whether a Compute Pool owns cluster %s: listing Spokes: %w; nothing was changed", mc.Name, err)
+		return exitcode.RefusedErrorf("cannot tell whether a Compute Pool owns cluster %s: listing Spokes: %w; nothing was changed", mc.Name, err)
 	}
 	for i := range spokes.Items {
 		if spokes.Items[i].GetName() != mc.Name {
@@ -295,7 +297,7 @@ func workMetadata(items []unstructured.Unstructured) []metav1.PartialObjectMetad
 // clusterAccess is what the drain needs: taint the clusters and watch their
 // works, and with --wait-for=healthy read the decisions of the Placements
 // that move the works and watch the works where the guard predicts them.
-func (o *ClusterOptions) clusterAccess(report ClusterDrainReport) []cli.Access {
+func (o *ClusterOptions) clusterAccess(report ClusterDrainReport) []authz.Permission {
 	needs := clusterAccess(o.Clusters, o.DryRun == cli.DryRunNone)
 	if o.WaitFor != waitForHealthy || o.DryRun != cli.DryRunNone {
 		return needs
@@ -316,11 +318,11 @@ func (o *ClusterOptions) clusterAccess(report ClusterDrainReport) []cli.Access {
 		}
 	}
 	for _, ns := range sets.List(namespaces) {
-		needs = append(needs, cli.Access{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource, Namespace: ns})
+		needs = append(needs, authz.Permission{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource, Namespace: ns})
 	}
 	for _, d := range sets.List(dests.Difference(drained)) {
 		for _, verb := range []string{"list", "watch"} {
-			needs = append(needs, cli.Access{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: d})
+			needs = append(needs, authz.Permission{Verb: verb, Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource, Namespace: d})
 		}
 	}
 	return needs

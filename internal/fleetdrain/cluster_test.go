@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // The taint patch names the same field manager as fleetdrain's node writes.
@@ -63,7 +64,7 @@ func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
 	for name, pool := range map[string]string{"pooled": "gpu-a", "labelled": "gpu-b"} {
 		o.Clusters = []string{"plain", name}
 		_, err := o.planClusters(context.Background(), nil)
-		assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%s: %v", name, err)
+		assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), "%s: %v", name, err)
 		assert.Check(t, is.ErrorContains(err, `Compute Pool "`+pool+`"`), name)
 		assert.Check(t, is.ErrorContains(err, fleetconfig.ComputePoolLabel), name)
 	}
@@ -75,7 +76,7 @@ func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
 		return true, nil, errors.New("spokes.fleetconfig.open-cluster-management.io is forbidden")
 	})
 	_, err = o.planClusters(context.Background(), nil)
-	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "%v", err)
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "cannot tell whether a Compute Pool owns cluster plain"))
 	for _, a := range client.Actions() {
 		assert.Check(t, a.GetVerb() != "patch", "nothing is changed")

@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // listObjects lists a resource in pages, in every namespace, converted.
@@ -45,7 +46,7 @@ func listObjects[T any](ctx context.Context, d dynamic.Interface, gvr schema.Gro
 func readFleet(ctx context.Context, d dynamic.Interface) (FleetState, error) {
 	s := FleetState{Unreadable: map[string]string{}}
 	cannot := func(what string, err error) error {
-		return cli.Refusedf("the placement guard cannot check what the drain leaves the fleet's Placements: listing %s: %w; nothing was changed", what, err)
+		return exitcode.RefusedErrorf("the placement guard cannot check what the drain leaves the fleet's Placements: listing %s: %w; nothing was changed", what, err)
 	}
 	var err error
 	if s.Clusters, err = listObjects[ocm.ManagedCluster](ctx, d, ocm.ManagedClusterResource, "", nil); err != nil {
@@ -115,7 +116,7 @@ func (o *ClusterOptions) selectClusters(ctx context.Context) error {
 		return fmt.Errorf("listing ManagedClusters with selector %q: %w", o.Selector, err)
 	}
 	if len(clusters) == 0 {
-		return cli.Refusedf("no ManagedCluster matches selector %q; nothing was changed", o.Selector)
+		return exitcode.RefusedErrorf("no ManagedCluster matches selector %q; nothing was changed", o.Selector)
 	}
 	for _, c := range clusters {
 		o.Clusters = append(o.Clusters, c.Name)

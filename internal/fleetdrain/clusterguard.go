@@ -17,6 +17,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // FleetState is what the guard reads of the hub: every ManagedCluster,
@@ -53,7 +54,7 @@ func ParseMinAvailable(values []string) (MinAvailable, error) {
 		}
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 0 {
-			return m, cli.UsageErrorf("--min-available %q: want N or NAMESPACE/NAME=N with N a whole number of clusters, 0 or more", v)
+			return m, exitcode.UsageErrorf("--min-available %q: want N or NAMESPACE/NAME=N with N a whole number of clusters, 0 or more", v)
 		}
 		if !one {
 			m.All = &n
@@ -61,7 +62,7 @@ func ParseMinAvailable(values []string) (MinAvailable, error) {
 		}
 		ns, name, ok := strings.Cut(key, "/")
 		if !ok || cli.ValidateNames(cli.NamespaceName, ns) != nil || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return m, cli.UsageErrorf("--min-available %q: a Placement is named NAMESPACE/NAME", v)
+			return m, exitcode.UsageErrorf("--min-available %q: a Placement is named NAMESPACE/NAME", v)
 		}
 		if m.Per == nil {
 			m.Per = map[string]int{}
@@ -300,7 +301,7 @@ func guardError(checks []PlacementCheck, draining []string) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	return cli.Refusedf("draining %s would leave placements short of clusters, or they cannot be checked; nothing was tainted:\n%s\ndrain fewer clusters, make room first (more clusters in their sets), or accept it with --min-available (N for every placement, NAMESPACE/NAME=N for one)",
+	return exitcode.RefusedErrorf("draining %s would leave placements short of clusters, or they cannot be checked; nothing was tainted:\n%s\ndrain fewer clusters, make room first (more clusters in their sets), or accept it with --min-available (N for every placement, NAMESPACE/NAME=N for one)",
 		strings.Join(draining, ", "), strings.Join(lines, "\n"))
 }
 

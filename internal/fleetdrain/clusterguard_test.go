@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 var guardNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -319,7 +319,7 @@ func TestGuardRefusal(t *testing.T) {
 		{Placement: "ops/cel", Verdict: GuardCannotCheck, Selected: []string{"a"}, Remaining: []string{}, Required: 1, Reason: "predicate 1 selects clusters with CEL expressions, which the guard does not evaluate"},
 	}
 	err := guardError(checks, []string{"a"})
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	golden.Assert(t, err.Error()+"\n", "guard-refusal.golden")
 	assert.NilError(t, guardError(checks[1:2], []string{"a"}))
 }
@@ -331,6 +331,6 @@ func TestParseMinAvailable(t *testing.T) {
 	assert.DeepEqual(t, m.Per, map[string]int{"apps/web": 0, "ops/db.main": 3})
 	for _, bad := range []string{"-1", "x", "web=1", "apps/web=", "apps/=1", "Apps/web=1", "apps/web=1.5"} {
 		_, err := ParseMinAvailable([]string{bad})
-		assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitUsage), bad)
+		assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Usage), bad)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // drainWaves checks access, then taints each wave's clusters and waits for
@@ -76,7 +77,7 @@ func (o *ClusterOptions) drainWave(ctx context.Context, wave []ClusterReport, p 
 	var timedOut []string
 	for i := range wave {
 		err := o.waitMoved(ctx, wave[i].Metadata.Name, wave[i].Moves, deadline, p)
-		if cli.ExitCode(err) == cli.ExitTimedOut {
+		if exitcode.Of(err) == exitcode.TimedOut {
 			wave[i].Result = ClusterTimedOut
 			timedOut = append(timedOut, wave[i].Metadata.Name)
 			continue
@@ -87,7 +88,7 @@ func (o *ClusterOptions) drainWave(ctx context.Context, wave []ClusterReport, p 
 		wave[i].Result = ClusterDrained
 	}
 	if len(timedOut) > 0 {
-		return cli.TimedOut(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",
+		return exitcode.TimedOutError(fmt.Errorf("placement-managed works did not leave %s within %s; the taint stays on: run the same command again to keep waiting",
 			strings.Join(timedOut, ", "), o.Timeout))
 	}
 	if o.WaitFor == waitForHealthy {
@@ -215,7 +216,7 @@ func (o *ClusterOptions) waitHealthy(ctx context.Context, wave []ClusterReport, 
 			}
 			return healthy == len(works), fmt.Sprintf("%d of %d Applied and Available", healthy, len(works)), nil
 		})
-		if cli.ExitCode(err) == cli.ExitTimedOut {
+		if exitcode.Of(err) == exitcode.TimedOut {
 			late = append(late, dest)
 			continue
 		}
@@ -234,7 +235,7 @@ func (o *ClusterOptions) waitHealthy(ctx context.Context, wave []ClusterReport, 
 				}
 			}
 		}
-		return cli.TimedOut(fmt.Errorf("the moved works are not Applied and Available on %s within %s; the taint stays on: run the same command again to keep waiting",
+		return exitcode.TimedOutError(fmt.Errorf("the moved works are not Applied and Available on %s within %s; the taint stays on: run the same command again to keep waiting",
 			strings.Join(late, ", "), o.Timeout))
 	}
 	return nil

@@ -22,7 +22,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // The fake dynamic client answers no watch-list request (it never sends the
@@ -139,7 +139,7 @@ func TestClusterInterruptGivesBackWhatHadNotStarted(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var once sync.Once
 	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		once.Do(func() { go func() { time.Sleep(50 * time.Millisecond); cancel(cli.ErrInterrupted) }() })
+		once.Do(func() { go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }() })
 		return false, nil, nil
 	})
 	report := waveReport(o)
@@ -159,7 +159,7 @@ func TestClusterInterruptKeepsWhatStarted(t *testing.T) {
 	o.MaxConcurrent, o.Clusters = 0, []string{"a"}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		go func() { time.Sleep(50 * time.Millisecond); cancel(cli.ErrInterrupted) }()
+		go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }()
 		return false, nil, nil
 	})
 	report := waveReport(o)
@@ -195,7 +195,7 @@ func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
 	assert.NilError(t, client.Tracker().Delete(ocm.ManifestWorkResource, "a", "web"))
 	report = waveReport(o)
 	err := o.drainWaves(context.Background(), &report)
-	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitTimedOut), "%v", err)
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.TimedOut), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "not Applied and Available on c"))
 	assert.Check(t, is.Equal(report.Items[0].Result, ClusterTimedOut))
 }

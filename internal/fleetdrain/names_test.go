@@ -7,17 +7,17 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/spokekit/spokekit/internal/api"
-	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "RFC 1123 subdomain",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, exitcode.Usage, "RFC 1123 subdomain",
 		[]string{"node", "../x"},
 		[]string{"node", "worker-1", "Worker_2", "--dry-run=client"},
 		[]string{"uncordon", "node", "a/b"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "RFC 1123 label",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, exitcode.Usage, "RFC 1123 label",
 		[]string{"cluster", "UPPER", "--dry-run=client"},
 		[]string{"cluster", "spoke-1", "../x"},
 		[]string{"uncordon", "cluster", "a.b"},
@@ -52,7 +52,7 @@ func TestUnreachableServerIsNamed(t *testing.T) {
 	kc := clitest.UnreachableKubeconfig(t)
 	for _, args := range [][]string{{"node", "worker-1"}, {"cluster", "spoke-1"}, {"uncordon", "node", "worker-1"}, {"uncordon", "cluster", "spoke-1"}} {
 		code, _, stderr := clitest.RunCommand(NewCmdFleetdrain, append(args, "--kubeconfig", kc)...)
-		assert.Check(t, is.Equal(code, cli.ExitFailed), "%q: %s", args, stderr)
+		assert.Check(t, is.Equal(code, exitcode.Failed), "%q: %s", args, stderr)
 		assert.Check(t, is.Contains(stderr, "cannot reach the API server"), "%q: %s", args, stderr)
 	}
 }
@@ -60,18 +60,18 @@ func TestUnreachableServerIsNamed(t *testing.T) {
 // --timeout 0 is no limit, as in every command; a negative one is refused
 // before any request.
 func TestClusterTimeoutZeroIsNoLimit(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "--timeout must not be negative",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, exitcode.Usage, "--timeout must not be negative",
 		[]string{"cluster", "spoke-1", "--timeout", "-1s"})
 	srv := clitest.NewAPIServer(t)
 	code, _, stderr := clitest.RunCommand(NewCmdFleetdrain, "cluster", "spoke-1", "--timeout", "0", "--kubeconfig", srv.Kubeconfig)
-	assert.Check(t, code != cli.ExitUsage, stderr)
+	assert.Check(t, code != exitcode.Usage, stderr)
 	assert.Check(t, len(srv.Requests()) > 0, "it went on to read the ManagedCluster")
 }
 
 // A blank selector parses as the empty one, which selects every node (or
 // every pod): it is a usage error before any request, never "all".
 func TestBlankSelectorsAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, cli.ExitUsage, "selects everything",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, exitcode.Usage, "selects everything",
 		[]string{"node", "-l", " "},
 		[]string{"node", "--selector", "\t"},
 		[]string{"node", "worker-1", "--pod-selector", "  "},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // NodeOptions are the flags and clients of `fleetdrain node`.
@@ -144,10 +145,10 @@ func (o *NodeOptions) Validate() error {
 		return err
 	}
 	if len(o.Nodes) == 0 && o.Selector == "" {
-		return cli.UsageErrorf("name at least one node, or select nodes with -l")
+		return exitcode.UsageErrorf("name at least one node, or select nodes with -l")
 	}
 	if len(o.Nodes) > 0 && o.Selector != "" {
-		return cli.UsageErrorf("name nodes or select them with -l, not both")
+		return exitcode.UsageErrorf("name nodes or select them with -l, not both")
 	}
 	if err := cli.ValidateNames(cli.NodeName, o.Nodes...); err != nil {
 		return err
@@ -165,13 +166,13 @@ func (o *NodeOptions) Validate() error {
 	}
 	switch {
 	case o.MaxConcurrent < 1:
-		return cli.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
+		return exitcode.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
 	case o.PDBTimeout <= 0:
-		return cli.UsageErrorf("--pdb-timeout must be positive, got %s", o.PDBTimeout)
+		return exitcode.UsageErrorf("--pdb-timeout must be positive, got %s", o.PDBTimeout)
 	case o.SkipWaitForDeleteTimeout < 0:
-		return cli.UsageErrorf("--skip-wait-for-delete-timeout must not be negative, got %d", o.SkipWaitForDeleteTimeout)
+		return exitcode.UsageErrorf("--skip-wait-for-delete-timeout must not be negative, got %d", o.SkipWaitForDeleteTimeout)
 	case o.GracePeriod < -1:
-		return cli.UsageErrorf("--grace-period must be -1 (the pod's own) or more, got %d", o.GracePeriod)
+		return exitcode.UsageErrorf("--grace-period must be -1 (the pod's own) or more, got %d", o.GracePeriod)
 	}
 	return nil
 }
@@ -217,7 +218,7 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		if err := o.Output.Print(o.Out, report, report.planTable); err != nil {
 			return err
 		}
-		return cli.Refusedf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again (`kubectl fleetdrain check %s` lists all that their replacement would block, break or lose)",
+		return exitcode.RefusedErrorf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again (`kubectl fleetdrain check %s` lists all that their replacement would block, break or lose)",
 			strings.Join(refused, ", "), refusalSummary(report), strings.Join(refused, " "))
 	}
 	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
@@ -408,7 +409,7 @@ func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
 			return nil, fmt.Errorf("listing nodes with selector %q: %w", o.Selector, err)
 		}
 		if len(nodes) == 0 {
-			return nil, cli.Refusedf("no node matches selector %q; nothing was changed", o.Selector)
+			return nil, exitcode.RefusedErrorf("no node matches selector %q; nothing was changed", o.Selector)
 		}
 		return nodes, nil
 	}
@@ -420,7 +421,7 @@ func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
 		seen[name] = true
 		n, err := o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, cli.Refusedf("node %q not found; nothing was changed (list them with `kubectl get nodes`)", name)
+			return nil, exitcode.RefusedErrorf("node %q not found; nothing was changed (list them with `kubectl get nodes`)", name)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading node %s: %w", name, err)

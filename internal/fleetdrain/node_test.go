@@ -29,6 +29,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func node(name string, unschedulable bool, annotations map[string]string) *corev1.Node {
@@ -276,12 +277,12 @@ func TestInterruptedDrainGivesBackItsCordons(t *testing.T) {
 	// Ctrl-C once the drain of a waits on the budget.
 	o.ErrOut = writerFunc(func(p []byte) {
 		if bytes.Contains(p, []byte("waiting on budget db/quorum")) {
-			cancel(fmt.Errorf("%w by SIGINT", cli.ErrInterrupted))
+			cancel(fmt.Errorf("%w by SIGINT", exitcode.ErrInterrupted))
 		}
 	})
 
 	err := o.drainNodes(ctx)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitInterrupted, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.Interrupted, "%v", err)
 	assert.ErrorContains(t, err, "0 of 3 node(s) drained; not drained: a, b, c; still cordoned: c;")
 	assert.ErrorContains(t, err, "kubectl fleetdrain uncordon node c`")
 	assert.Check(t, is.Contains(out.String(), "Interrupted"), out.String())
@@ -309,7 +310,7 @@ func TestNodeTimeoutAfterTheCordonExitsFour(t *testing.T) {
 	o, _, _ := nodeOptions(client, "a")
 	o.Timeout = time.Millisecond * 200
 	err := o.drainNodes(context.Background())
-	assert.Equal(t, cli.ExitCode(err), cli.ExitTimedOut, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.TimedOut, "%v", err)
 	assert.ErrorContains(t, err, "0 of 1 node(s) drained")
 	assert.Check(t, getNode(t, client, "a").Spec.Unschedulable, "the cordon stays: a re-run finishes")
 }

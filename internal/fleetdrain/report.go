@@ -9,6 +9,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // NodeResult is how a node's drain ended (or, in a plan, would start).
@@ -185,7 +186,7 @@ func (r DrainReport) outcome(ctx context.Context, total int) error {
 		return fmt.Errorf("%s: %w", msg, context.Cause(ctx))
 	}
 	if r.onlyTimedOut() {
-		return cli.TimedOut(errors.New(msg))
+		return exitcode.TimedOutError(errors.New(msg))
 	}
 	return errors.New(msg)
 }

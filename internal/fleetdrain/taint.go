@@ -19,12 +19,13 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func getManagedCluster(ctx context.Context, d dynamic.Interface, name string) (*ocm.ManagedCluster, error) {
 	u, err := d.Resource(ocm.ManagedClusterResource).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, cli.Refusedf("ManagedCluster %q not found on this hub; nothing was changed (list them with `kubectl get managedclusters`)", name)
+		return nil, exitcode.RefusedErrorf("ManagedCluster %q not found on this hub; nothing was changed (list them with `kubectl get managedclusters`)", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ManagedCluster %s: %w", name, err)

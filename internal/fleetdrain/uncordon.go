@@ -14,7 +14,9 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // UncordonReport lists what `fleetdrain uncordon` gave back.
@@ -113,7 +115,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []cli.Access{core("patch", "nodes", "", "")}); err != nil {
+	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []authz.Permission{core("patch", "nodes", "", "")}); err != nil {
 		return err
 	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
@@ -122,7 +124,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 	for _, name := range o.Nodes {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return cli.Refusedf("node %q not found; nothing was changed", name)
+			return exitcode.RefusedErrorf("node %q not found; nothing was changed", name)
 		}
 		if err != nil {
 			return fmt.Errorf("reading node %s: %w; nothing was changed", name, err)
@@ -133,7 +135,7 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 		nodes = append(nodes, n)
 	}
 	if len(others) > 0 {
-		return cli.Refusedf("node(s) %s were cordoned by someone else, not by fleetdrain (their cordon carries no %s annotation, or was made again since by another field manager), and stay cordoned; nothing was changed. If you mean to give them back anyway: kubectl uncordon %s",
+		return exitcode.RefusedErrorf("node(s) %s were cordoned by someone else, not by fleetdrain (their cordon carries no %s annotation, or was made again since by another field manager), and stay cordoned; nothing was changed. If you mean to give them back anyway: kubectl uncordon %s",
 			strings.Join(others, ", "), CordonedByAnnotation, strings.Join(others, " "))
 	}
 	for i, name := range o.Nodes {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/authz"
 )
 
 // Identity is what tells one cluster from another: the UID of its kube-system
@@ -141,7 +141,7 @@ func (k *Kubeconfig) MissingPermissions(ctx context.Context, perms []authorizati
 	if err != nil {
 		return nil, err
 	}
-	missing, err := cli.MissingAccess(ctx, c.AuthorizationV1(), perms)
+	missing, err := authz.Missing(ctx, c.AuthorizationV1(), perms)
 	if err != nil {
 		return nil, fmt.Errorf("asking %s what user %q may do: %s", k.Server, k.User, k.scrub(err))
 	}

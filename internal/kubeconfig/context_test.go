@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 const twoContexts = `apiVersion: v1
@@ -46,7 +46,7 @@ func TestFromSecretContext(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(k.Server, "https://a.example.com"))
 	_, err = FromSecretContext(secretOf(twoContexts+execUser), "kubeconfig", "b")
-	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), "context b runs a program: %v", err)
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), "context b runs a program: %v", err)
 	_, err = FromSecretContext(secretOf(twoContexts+tokenUser), "kubeconfig", "c")
 	assert.ErrorContains(t, err, `has no context "c"`)
 

@@ -6,7 +6,7 @@ import (
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // FuzzFromSecret feeds the loader of kubeconfigs from a cluster any bytes.
@@ -36,7 +36,7 @@ func FuzzFromSecret(f *testing.F) {
 		s.Data["kubeconfig"] = data
 		k, err := FromSecret(s, "kubeconfig")
 		if raw, perr := decode(data, "fuzz input"); perr == nil && (runsOrReads(raw) || leavesHTTPS(raw)) {
-			if cli.ExitCode(err) != cli.ExitRefused {
+			if exitcode.Of(err) != exitcode.Refused {
 				t.Fatalf("a kubeconfig that runs a program or reads a file was not refused: %v", err)
 			}
 		}

@@ -9,13 +9,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // readFile reads a kubeconfig file the user named, or a file it names:
-// bounded, regular files only (cli.ReadFile).
+// bounded, regular files only (localfile.Read).
 func readFile(path string) ([]byte, error) {
-	data, _, err := cli.ReadFile(path, cli.MaxFileSize)
+	data, _, err := localfile.Read(path, localfile.MaxSize)
 	return data, err
 }
 
@@ -44,7 +45,7 @@ func Load(path string) (*Kubeconfig, error) {
 		return nil, err
 	}
 	if files := fileParts(k.config); len(files) > 0 {
-		return nil, cli.Refusedf("refusing %s: %s. Its content goes into a Secret on the hub, and only data fields are taken from it, no file is read into it; "+
+		return nil, exitcode.RefusedErrorf("refusing %s: %s. Its content goes into a Secret on the hub, and only data fields are taken from it, no file is read into it; "+
 			"check that these files are the ones to hand over, then inline them with `kubectl config view --flatten --minify --kubeconfig %s > spoke.kubeconfig` and give that file",
 			path, strings.Join(files, "; "), path)
 	}

@@ -10,7 +10,8 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // A file that never ends, or never starts, is refused at once (on the old
@@ -20,7 +21,7 @@ func TestLoadReadsRegularFilesOnly(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	assert.NilError(t, syscall.Mkfifo(fifo, 0o600))
 	big := filepath.Join(dir, "big")
-	assert.NilError(t, os.WriteFile(big, []byte(strings.Repeat("#", cli.MaxFileSize+1)), 0o600))
+	assert.NilError(t, os.WriteFile(big, []byte(strings.Repeat("#", localfile.MaxSize+1)), 0o600))
 	cases := map[string]struct{ path, want string }{
 		"a device":         {"/dev/zero", "/dev/zero is a device, not a regular file"},
 		"a FIFO":           {fifo, fifo + " is a FIFO, not a regular file"},
@@ -65,7 +66,7 @@ func TestLoadRefusesFileReferences(t *testing.T) {
 		"    client-key: "+key+"\n    client-certificate: admin.crt\n    tokenFile: /var/run/token\n",
 		"    certificate-authority: ca.crt\n", "")), 0o600))
 	_, err := Load(path)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 	for _, want := range []string{
 		`user "admin" names the local file "` + key + `" (client-key)`,
 		`(client-certificate)`, `(tokenFile)`,

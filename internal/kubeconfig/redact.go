@@ -4,10 +4,10 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
-const redacted = cli.Redacted
+const redacted = scrub.Redacted
 
 // redactURL replaces the user information of a URL (https://user:pass@host)
 // with REDACTED: a token may be given as the user name, too.
@@ -23,7 +23,7 @@ func redactURL(s string) string {
 // scrub is an error's message with the user information of the
 // kubeconfig's server and proxy URLs removed, in the forms Go and client-go
 // print it (user:pass@, user:***@, user@), also where no URL surrounds it,
-// and then that of any URL (cli.ScrubURLs).
+// and then that of any URL (scrub.URLs).
 func (k *Kubeconfig) scrub(err error) string {
 	msg := err.Error()
 	for _, c := range k.config.Clusters {
@@ -44,5 +44,5 @@ func (k *Kubeconfig) scrub(err error) string {
 			}
 		}
 	}
-	return cli.ScrubURLs(msg)
+	return scrub.URLs(msg)
 }

@@ -15,8 +15,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
+
+// AllowInsecureSecrets is --allow-insecure-kubeconfig-secrets: a kubeconfig
+// read from a Secret was written by whoever may write that Secret, and by
+// default may not send this machine's requests over plain http, to
+// link-local or metadata addresses, through a proxy or without checking the
+// certificate. A process-wide flag like -v (the root command of every plugin
+// binds it), so that every command reading such kubeconfigs takes it the
+// same way.
+var AllowInsecureSecrets bool
 
 // FromSecret loads a kubeconfig that a cluster keeps in a Secret (a Spoke's
 // kubeconfig secret, a Cluster API NAME-kubeconfig secret). Whoever may write
@@ -36,11 +46,11 @@ func FromSecret(s *corev1.Secret, key string) (*Kubeconfig, error) {
 		return nil, err
 	}
 	if reasons := unsafeParts(cfg); len(reasons) > 0 {
-		return nil, cli.Refusedf("refusing the kubeconfig in %s: %s. A kubeconfig read from a cluster may not run programs or read files on this machine; nothing was run or read. Store one whose credential is inline (token, or client-certificate-data and client-key-data, with certificate-authority-data)",
+		return nil, exitcode.RefusedErrorf("refusing the kubeconfig in %s: %s. A kubeconfig read from a cluster may not run programs or read files on this machine; nothing was run or read. Store one whose credential is inline (token, or client-certificate-data and client-key-data, with certificate-authority-data)",
 			source, strings.Join(reasons, "; "))
 	}
-	if reasons := insecureParts(cfg); len(reasons) > 0 && !cli.AllowInsecureKubeconfigSecrets {
-		return nil, cli.Refusedf("refusing the kubeconfig in %s: %s. Whoever may write that Secret would choose where this machine sends its requests and credentials; nothing was sent. "+
+	if reasons := insecureParts(cfg); len(reasons) > 0 && !AllowInsecureSecrets {
+		return nil, exitcode.RefusedErrorf("refusing the kubeconfig in %s: %s. Whoever may write that Secret would choose where this machine sends its requests and credentials; nothing was sent. "+
 			"Store one whose server is https, checked against certificate-authority-data, reached directly, or pass --allow-insecure-kubeconfig-secrets if this is meant",
 			source, strings.Join(reasons, "; "))
 	}
@@ -143,13 +153,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // client may not run a program or read a file.
 func checkFromCluster(c *rest.Config, source string) error {
 	if c.ExecProvider != nil || c.AuthProvider != nil || c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" || c.BearerTokenFile != "" {
-		return cli.Refusedf("the kubeconfig from %s would run a program or read a local file; it was not used", source)
+		return exitcode.RefusedErrorf("the kubeconfig from %s would run a program or read a local file; it was not used", source)
 	}
-	if cli.AllowInsecureKubeconfigSecrets {
+	if AllowInsecureSecrets {
 		return nil
 	}
 	if c.Insecure || c.Proxy != nil || !strings.HasPrefix(strings.ToLower(c.Host), "https://") {
-		return cli.Refusedf("the kubeconfig from %s would send requests over http, through a proxy or without checking the certificate; it was not used", source)
+		return exitcode.RefusedErrorf("the kubeconfig from %s would send requests over http, through a proxy or without checking the certificate; it was not used", source)
 	}
 	// A host name may resolve to a metadata address: check where each
 	// connection really goes.
@@ -178,7 +188,7 @@ func insecureParts(cfg *clientcmdapi.Config) []string {
 			out = append(out, fmt.Sprintf("%s sends requests to the link-local or cloud metadata address %s", owner, u.Hostname()))
 		}
 		if c.ProxyURL != "" {
-			out = append(out, fmt.Sprintf("%s sends requests through the proxy %s", owner, cli.ScrubURLs(c.ProxyURL)))
+			out = append(out, fmt.Sprintf("%s sends requests through the proxy %s", owner, scrub.URLs(c.ProxyURL)))
 		}
 		if c.InsecureSkipTLSVerify {
 			out = append(out, owner+" does not check the server's certificate (insecure-skip-tls-verify)")

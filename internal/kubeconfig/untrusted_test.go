@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // fromCluster is a kubeconfig as a Secret may hold it, with extra lines for
@@ -65,7 +65,7 @@ func TestFromSecretRefusesWhatRunsOrReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k, err := FromSecret(secretWith(fromCluster(tc.user, tc.cluster, tc.otherUser)), "kubeconfig")
 			assert.Check(t, k == nil)
-			assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+			assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 			assert.ErrorContains(t, err, "refusing the kubeconfig in secret mural-system/spoke-kubeconfig: ")
 			assert.ErrorContains(t, err, tc.want)
 			assert.Check(t, !strings.Contains(err.Error(), "admin-token"), "no credential in the message")
@@ -77,7 +77,7 @@ func TestFromSecretRefusesWhatRunsOrReads(t *testing.T) {
 	t.Run("exec plugin that would run", func(t *testing.T) {
 		k, err := FromSecret(secretWith(execTouching(marker)), "kubeconfig")
 		assert.Check(t, k == nil)
-		assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+		assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 		_, statErr := os.Stat(marker)
 		assert.Check(t, os.IsNotExist(statErr), "the exec plugin did not run")
 	})
@@ -109,7 +109,7 @@ func TestFromSecretBrokenData(t *testing.T) {
 	_, err = FromSecret(secretWith("token: [unclosed secret-looking-bytes"), "kubeconfig")
 	assert.ErrorContains(t, err, "the data of secret mural-system/spoke-kubeconfig is not a kubeconfig")
 	assert.Check(t, !strings.Contains(err.Error(), "secret-looking-bytes"), "the input is never echoed: %v", err)
-	assert.Check(t, cli.ExitCode(err) != cli.ExitRefused)
+	assert.Check(t, exitcode.Of(err) != exitcode.Refused)
 }
 
 func TestRESTConfigOfClusterKubeconfigNeverReadsFiles(t *testing.T) {
@@ -119,7 +119,7 @@ func TestRESTConfigOfClusterKubeconfigNeverReadsFiles(t *testing.T) {
 	assert.NilError(t, err)
 	k.config.AuthInfos[k.User].TokenFile = "/etc/hostname"
 	_, err = k.RESTConfig()
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.Check(t, is.ErrorContains(err, "secret mural-system/spoke-kubeconfig"))
 }
 
@@ -145,15 +145,15 @@ func TestFromSecretRefusesInsecureTransport(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := FromSecret(secretWith(tc.data), "kubeconfig")
-			assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+			assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 			assert.Check(t, is.ErrorContains(err, tc.want))
 			assert.Check(t, is.ErrorContains(err, "--allow-insecure-kubeconfig-secrets"))
 			assert.Check(t, !strings.Contains(err.Error(), "pw-0123456789"), "the server is never quoted whole")
 		})
 	}
 	t.Run("allowed by the flag", func(t *testing.T) {
-		cli.AllowInsecureKubeconfigSecrets = true
-		t.Cleanup(func() { cli.AllowInsecureKubeconfigSecrets = false })
+		AllowInsecureSecrets = true
+		t.Cleanup(func() { AllowInsecureSecrets = false })
 		for name, tc := range cases {
 			_, err := FromSecret(secretWith(tc.data), "kubeconfig")
 			assert.Check(t, err, name)

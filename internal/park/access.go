@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	capi "github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
@@ -22,14 +23,14 @@ func (p *Platform) clusterAccessHint(ctx context.Context, cluster string) string
 
 // changeAccess is what park cluster and resume check before the patch: patch
 // the Cluster and, with --wait, follow its Machines and the Cluster.
-func changeAccess(namespace, cluster string, wait bool) []cli.Access {
-	needs := []cli.Access{{Verb: "patch", Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace, Name: cluster}}
+func changeAccess(namespace, cluster string, wait bool) []authz.Permission {
+	needs := []authz.Permission{{Verb: "patch", Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace, Name: cluster}}
 	if wait {
 		for _, verb := range []string{"list", "watch"} {
-			needs = append(needs, cli.Access{Verb: verb, Group: capi.Group, Resource: capi.MachineResource, Namespace: namespace},
-				cli.Access{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace},
+			needs = append(needs, authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineResource, Namespace: namespace},
+				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace},
 				// resume --wait: the health checks of the workers back.
-				cli.Access{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace})
+				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace})
 		}
 	}
 	return needs

@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	capi "github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 )
@@ -26,10 +27,10 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	assert.DeepEqual(t, slices.Collect(maps.Keys(roles)), []string{"spokekit-park"})
 	role := roles["spokekit-park"]
 	ns := "dynamo-prod"
-	capiRead := func(verb, resource string) cli.Access {
-		return cli.Access{Verb: verb, Group: capi.Group, Resource: resource, Namespace: ns}
+	capiRead := func(verb, resource string) authz.Permission {
+		return authz.Permission{Verb: verb, Group: capi.Group, Resource: resource, Namespace: ns}
 	}
-	needs := slices.Concat(changeAccess(ns, "app", true), []cli.Access{
+	needs := slices.Concat(changeAccess(ns, "app", true), []authz.Permission{
 		// What the commands read (platform.go, class.go, status.go).
 		capiRead("get", capi.ClusterResource),
 		capiRead("list", capi.ClusterResource),
@@ -41,14 +42,14 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		{Verb: "list", Resource: "events", Namespace: ns},
 	})
 	for _, a := range needs {
-		assert.Check(t, clitest.Allows(role.Rules, a), "not granted: %s", cli.DescribeAccess(a))
+		assert.Check(t, clitest.Allows(role.Rules, a), "not granted: %s", authz.Describe(a))
 	}
 	for _, g := range clitest.Granted(role) {
-		used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+		used := slices.ContainsFunc(needs, func(a authz.Permission) bool {
 			return a.Group == g.Group && a.Resource == g.Resource && a.Verb == g.Verb
 		})
-		assert.Check(t, used, "granted but never needed: %s", cli.DescribeAccess(g))
-		assert.Check(t, g.Resource != "secrets", "granted: %s", cli.DescribeAccess(g))
+		assert.Check(t, used, "granted but never needed: %s", authz.Describe(g))
+		assert.Check(t, g.Resource != "secrets", "granted: %s", authz.Describe(g))
 	}
 }
 
@@ -57,7 +58,7 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 // prints when it is refused.
 func TestKubeconfigSecretIsTheOptIn(t *testing.T) {
 	role := clitest.PluginRoles(t, "park")["spokekit-park"]
-	secret := cli.Access{Verb: "get", Resource: "secrets", Namespace: "dynamo-prod", Name: capi.KubeconfigSecretName("app")}
+	secret := authz.Permission{Verb: "get", Resource: "secrets", Namespace: "dynamo-prod", Name: capi.KubeconfigSecretName("app")}
 	assert.Check(t, !clitest.Allows(role.Rules, secret))
 	_, file, _, _ := runtime.Caller(0)
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "plugins", "kubectl-park", "rbac.yaml"))

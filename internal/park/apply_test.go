@@ -23,6 +23,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 const testVersion = "v1beta2"
@@ -143,7 +144,7 @@ func TestParkPatchRefusalIsReported(t *testing.T) {
 	assert.ErrorContains(t, err, denied)
 	assert.ErrorContains(t, err, "nothing was changed")
 	assert.Check(t, !strings.Contains(err.Error(), "%!"), err.Error())
-	assert.Equal(t, cli.ExitCode(err), cli.ExitFailed)
+	assert.Equal(t, exitcode.Of(err), exitcode.Failed)
 }
 
 // ClusterClient's errors name no flag (each command says what the user can

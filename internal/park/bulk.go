@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // DefaultMaxConcurrent is how many clusters a bulk run changes and waits
@@ -40,7 +41,7 @@ func (b *bulk) addBulkFlags(cmd *cobra.Command, verb string) {
 // bulkArgs takes NAME, or nothing when -l selects the clusters.
 func bulkArgs(c *cobra.Command, args []string) error {
 	if len(args) > 1 {
-		return cli.UsageErrorf("%q takes exactly 1 argument (NAME), or none with -l, got %d", c.CommandPath(), len(args))
+		return exitcode.UsageErrorf("%q takes exactly 1 argument (NAME), or none with -l, got %d", c.CommandPath(), len(args))
 	}
 	return nil
 }
@@ -49,15 +50,15 @@ func bulkArgs(c *cobra.Command, args []string) error {
 func (o *changeOptions) validateBulk() error {
 	switch {
 	case o.Name == "" && o.Selector == "":
-		return cli.UsageErrorf("name a cluster, or select clusters with -l")
+		return exitcode.UsageErrorf("name a cluster, or select clusters with -l")
 	case o.Name != "" && o.Selector != "":
-		return cli.UsageErrorf("name a cluster or select clusters with -l, not both")
+		return exitcode.UsageErrorf("name a cluster or select clusters with -l, not both")
 	case o.AllNamespaces && o.Selector == "":
-		return cli.UsageErrorf("-A selects clusters of every namespace with -l; a named cluster is in the namespace of -n")
+		return exitcode.UsageErrorf("-A selects clusters of every namespace with -l; a named cluster is in the namespace of -n")
 	case o.MaxConcurrent < 1:
-		return cli.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
+		return exitcode.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
 	case o.Selector != "" && o.ClusterKubeconfig != "":
-		return cli.UsageErrorf("--cluster-kubeconfig is one cluster's kubeconfig: with -l, --wait reaches each cluster through its NAME-kubeconfig secret")
+		return exitcode.UsageErrorf("--cluster-kubeconfig is one cluster's kubeconfig: with -l, --wait reaches each cluster through its NAME-kubeconfig secret")
 	}
 	return cli.ValidateSelector("--selector", o.Selector)
 }
@@ -149,7 +150,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 		return err
 	}
 	if len(cs) == 0 {
-		return cli.Refusedf("no cluster matches selector %q in %s; nothing was changed", o.Selector, nsName(ns))
+		return exitcode.RefusedErrorf("no cluster matches selector %q in %s; nothing was changed", o.Selector, nsName(ns))
 	}
 	sort.Slice(cs, func(i, j int) bool {
 		return cs[i].Namespace+"/"+cs[i].Name < cs[j].Namespace+"/"+cs[j].Name
@@ -168,7 +169,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 		if err == nil {
 			continue
 		}
-		if !cli.IsRefused(err) {
+		if !exitcode.IsRefused(err) {
 			return fmt.Errorf("planning cluster %s/%s: %w; no cluster was changed", c.Namespace, c.Name, err)
 		}
 		item.Result, item.Error = BulkRefused, err.Error()
@@ -178,7 +179,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 		if err := o.Output.Print(o.Streams.Out, report, report.table); err != nil {
 			return err
 		}
-		return cli.Refusedf("cannot %s %d of the %d selected cluster(s): %s (each one's reason is in its row); no cluster was changed. Fix them, or leave them out with -l, then run again",
+		return exitcode.RefusedErrorf("cannot %s %d of the %d selected cluster(s): %s (each one's reason is in its row); no cluster was changed. Fix them, or leave them out with -l, then run again",
 			verb, len(refused), len(cs), strings.Join(refused, ", "))
 	}
 	o.runEach(ctx, platforms, &report, done, cmd)
@@ -239,9 +240,9 @@ func bulkResult(ctx context.Context, err error, changed, dryRun bool, done BulkR
 		return BulkUnchanged
 	case cli.Interrupted(ctx):
 		return BulkInterrupted
-	case cli.ExitCode(err) == cli.ExitTimedOut:
+	case exitcode.Of(err) == exitcode.TimedOut:
 		return BulkTimedOut
-	case cli.IsRefused(err):
+	case exitcode.IsRefused(err):
 		// Refused on the fresh read of its run (it changed since the
 		// plan): nothing was changed on this cluster.
 		return BulkRefused
@@ -276,7 +277,7 @@ func readStatesNow(ctx context.Context, platforms []*Platform, report *BulkRepor
 // else 0.
 func (r BulkReport) exitCode(interrupted bool) int {
 	if interrupted {
-		return cli.ExitInterrupted
+		return exitcode.Interrupted
 	}
 	failed, refused, timedOut, changed := false, false, false, false
 	for _, item := range r.Items {
@@ -292,13 +293,13 @@ func (r BulkReport) exitCode(interrupted bool) int {
 	}
 	switch {
 	case failed, refused && changed:
-		return cli.ExitFailed
+		return exitcode.Failed
 	case refused:
-		return cli.ExitRefused
+		return exitcode.Refused
 	case timedOut:
-		return cli.ExitTimedOut
+		return exitcode.TimedOut
 	}
-	return cli.ExitOK
+	return exitcode.OK
 }
 
 // outcome is the error a bulk run ends with: none when every cluster is
@@ -332,12 +333,12 @@ func (r BulkReport) outcome(ctx context.Context, verb string) error {
 		len(notDone), len(r.Items), strings.Join(notDone, ", "), noneOr(changed))
 	err := errors.New(msg)
 	switch r.exitCode(cli.Interrupted(ctx)) {
-	case cli.ExitInterrupted:
+	case exitcode.Interrupted:
 		return fmt.Errorf("%s: %w", msg, context.Cause(ctx))
-	case cli.ExitRefused:
-		return cli.Refusedf("%s; nothing was changed", msg)
-	case cli.ExitTimedOut:
-		return cli.TimedOut(err)
+	case exitcode.Refused:
+		return exitcode.RefusedErrorf("%s; nothing was changed", msg)
+	case exitcode.TimedOut:
+		return exitcode.TimedOutError(err)
 	}
 	return err
 }

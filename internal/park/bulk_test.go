@@ -29,6 +29,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // parkedCluster is threePools parked by park, named name and labelled env=dev.
@@ -128,7 +129,7 @@ func TestBulkResumeRefusesTheBatchWhenOnePlanIsRefused(t *testing.T) {
 	o.Output.PrintFlags.OutputFormat = new(string)
 	*o.Output.PrintFlags.OutputFormat = "json"
 	err := o.runBulk(context.Background(), p, "resume", BulkResumed, o)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 	assert.ErrorContains(t, err, "cannot resume 1 of the 3 selected cluster(s): dynamo-prod/by-hand")
 	assert.ErrorContains(t, err, "no cluster was changed")
 	assert.Equal(t, patches.count(), 0, "nothing written")
@@ -167,7 +168,7 @@ func TestBulkInterruptedSaysWhatChangedAndWhatIsLeft(t *testing.T) {
 	defer cancel(nil)
 	p, patches := bulkPlatform(t, func(name string) {
 		if name == "b" {
-			cancel(fmt.Errorf("%w by SIGINT", cli.ErrInterrupted))
+			cancel(fmt.Errorf("%w by SIGINT", exitcode.ErrInterrupted))
 		}
 	}, parkedCluster(t, "a"), parkedCluster(t, "b"), parkedCluster(t, "c"))
 	var out bytes.Buffer
@@ -175,7 +176,7 @@ func TestBulkInterruptedSaysWhatChangedAndWhatIsLeft(t *testing.T) {
 	o.Output.PrintFlags.OutputFormat = new(string)
 	*o.Output.PrintFlags.OutputFormat = "json"
 	err := o.runBulk(ctx, p, "resume", BulkResumed, o)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitInterrupted, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.Interrupted, "%v", err)
 	assert.Equal(t, patches.count(), 2)
 	assert.ErrorContains(t, err, "1 of 3 cluster(s) not done: dynamo-prod/c (Interrupted, now Parked); changed by this run: dynamo-prod/a, dynamo-prod/b; run the same command again to finish")
 
@@ -201,12 +202,12 @@ func TestBulkExitCodeIsTheWorstOutcome(t *testing.T) {
 		interrupted bool
 		want        int
 	}{
-		{"all done", report(BulkResumed, BulkUnchanged), false, cli.ExitOK},
-		{"one timed out", report(BulkResumed, BulkTimedOut), false, cli.ExitTimedOut},
-		{"one failed", report(BulkFailed, BulkTimedOut), false, cli.ExitFailed},
-		{"refused on its run, nothing changed", report(BulkRefused, BulkUnchanged), false, cli.ExitRefused},
-		{"refused on its run, another changed", report(BulkRefused, BulkResumed), false, cli.ExitFailed},
-		{"interrupted", report(BulkResumed, BulkInterrupted), true, cli.ExitInterrupted},
+		{"all done", report(BulkResumed, BulkUnchanged), false, exitcode.OK},
+		{"one timed out", report(BulkResumed, BulkTimedOut), false, exitcode.TimedOut},
+		{"one failed", report(BulkFailed, BulkTimedOut), false, exitcode.Failed},
+		{"refused on its run, nothing changed", report(BulkRefused, BulkUnchanged), false, exitcode.Refused},
+		{"refused on its run, another changed", report(BulkRefused, BulkResumed), false, exitcode.Failed},
+		{"interrupted", report(BulkResumed, BulkInterrupted), true, exitcode.Interrupted},
 	}
 	for _, tc := range cases {
 		assert.Check(t, is.Equal(tc.report.exitCode(tc.interrupted), tc.want), tc.name)
@@ -214,28 +215,28 @@ func TestBulkExitCodeIsTheWorstOutcome(t *testing.T) {
 }
 
 func TestBulkFlagsAreCheckedBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "not both",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "not both",
 		[]string{"cluster", "app", "-l", "env=dev"},
 		[]string{"resume", "app", "-l", "env=dev"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "name a cluster, or select clusters with -l",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "name a cluster, or select clusters with -l",
 		[]string{"cluster"},
 		[]string{"resume", "--wait"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "selects everything",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "selects everything",
 		[]string{"cluster", "-l", " "},
 		[]string{"resume", "-A", "--selector", "\t"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "-A selects clusters of every namespace with -l",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "-A selects clusters of every namespace with -l",
 		[]string{"cluster", "app", "-A"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "--max-concurrent must be at least 1",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "--max-concurrent must be at least 1",
 		[]string{"resume", "-l", "env=dev", "--max-concurrent", "0"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "with -l, --wait reaches each cluster through its NAME-kubeconfig secret",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "with -l, --wait reaches each cluster through its NAME-kubeconfig secret",
 		[]string{"resume", "-l", "env=dev", "--wait", "--cluster-kubeconfig", "app.kubeconfig"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "exactly 1 argument (NAME), or none with -l",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "exactly 1 argument (NAME), or none with -l",
 		[]string{"cluster", "a", "b"},
 	)
 }

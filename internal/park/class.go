@@ -11,6 +11,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // clusterClass reads the topology's ClusterClass, which refuseClassAutoscaled
@@ -24,11 +25,11 @@ func (p *Platform) clusterClass(ctx context.Context, c *capi.Cluster) (*capi.Clu
 	ns, name := c.Spec.Topology.ClassName(c.Namespace)
 	u, err := p.resource(capi.ClusterClassResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsForbidden(err) {
-		return nil, cli.Refusedf("the current user may not get clusterclasses.%s %s in namespace %s, so park cannot check whether the class keeps a pool of cluster %s from going to zero; nothing was changed: bind spokekit-park of %s there too:\n  %s",
+		return nil, exitcode.RefusedErrorf("the current user may not get clusterclasses.%s %s in namespace %s, so park cannot check whether the class keeps a pool of cluster %s from going to zero; nothing was changed: bind spokekit-park of %s there too:\n  %s",
 			capi.Group, name, ns, c.Name, RBACManifest, cli.NamespaceBinding("spokekit-park", ns, cli.UserName(ctx, p.Kube.AuthenticationV1())))
 	}
 	if apierrors.IsNotFound(err) {
-		return nil, cli.Refusedf("the ClusterClass %s/%s of cluster %s does not exist, so park cannot check whether it keeps a pool from going to zero; nothing was changed", ns, name, c.Name)
+		return nil, exitcode.RefusedErrorf("the ClusterClass %s/%s of cluster %s does not exist, so park cannot check whether it keeps a pool from going to zero; nothing was changed", ns, name, c.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ClusterClass %s/%s of cluster %s: %w", ns, name, c.Name, err)
@@ -61,6 +62,6 @@ func refuseClassAutoscaled(c *capi.Cluster, class *capi.ClusterClass) error {
 		return nil
 	}
 	sort.Strings(pools)
-	return cli.Refusedf("cluster %s/%s cannot be parked: the ClusterClass %s gives pool(s) %s the cluster autoscaler's min/max annotations, and Cluster API refuses replicas for a pool whose class carries them, so the pool cannot be set to 0 through the topology; nothing was changed. Move the autoscaler annotations from the ClusterClass to the cluster's topology (spec.topology.workers.machineDeployments[].metadata.annotations), where park lifts them while parked and resume puts them back",
+	return exitcode.RefusedErrorf("cluster %s/%s cannot be parked: the ClusterClass %s gives pool(s) %s the cluster autoscaler's min/max annotations, and Cluster API refuses replicas for a pool whose class carries them, so the pool cannot be set to 0 through the topology; nothing was changed. Move the autoscaler annotations from the ClusterClass to the cluster's topology (spec.topology.workers.machineDeployments[].metadata.annotations), where park lifts them while parked and resume puts them back",
 		c.Namespace, c.Name, class.Name, strings.Join(pools, ", "))
 }

@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestParkRefusesPoolsAutoscaledByTheirClass(t *testing.T) {
@@ -26,7 +26,7 @@ func TestParkRefusesPoolsAutoscaledByTheirClass(t *testing.T) {
 	class.Spec.Workers.MachineDeployments = []capi.WorkerClass{autoscaled, {Class: "pool"}}
 
 	err := refuseClassAutoscaled(threePools(), class)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "ClusterClass kubevirt-kubeadm gives pool(s) md-0 (class default-worker), md-1 (class default-worker) the cluster autoscaler's min/max annotations")
 
 	// v1beta1 keeps the annotations under template.metadata.
@@ -49,13 +49,13 @@ func TestParkRefusesWhenTheClassCannotBeRead(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: capi.Group, Resource: capi.ClusterClassResource}, "kubevirt-kubeadm", errors.New("RBAC"))
 	})
 	_, err := p.clusterClass(context.Background(), threePools())
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "may not get clusterclasses.cluster.x-k8s.io kubevirt-kubeadm in namespace dynamo-prod")
 	assert.ErrorContains(t, err, "kubectl create rolebinding spokekit-park -n dynamo-prod --clusterrole spokekit-park")
 
 	p, _ = fakePlatform(t, threePools(), nil)
 	_, err = p.clusterClass(context.Background(), threePools())
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "ClusterClass dynamo-prod/kubevirt-kubeadm of cluster app does not exist")
 }
 
@@ -68,7 +68,7 @@ func TestWaitRefusesWithoutAWayIntoTheCluster(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "app-kubeconfig", errors.New("RBAC"))
 	})
 	err := p.RefuseNoClusterAccess(context.Background(), "app", "")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "--wait reads the workload cluster, but no kubeconfig for the cluster: the current user may not read secret dynamo-prod/app-kubeconfig")
 	assert.ErrorContains(t, err, "pass --cluster-kubeconfig FILE")
 	assert.ErrorContains(t, err, "kubectl create role spokekit-park:app-kubeconfig -n dynamo-prod --verb get --resource secrets --resource-name app-kubeconfig")
@@ -79,6 +79,6 @@ func TestWaitRefusesWithoutAWayIntoTheCluster(t *testing.T) {
 	assert.NilError(t, q.RefuseNoClusterAccess(context.Background(), "app", ""))
 
 	err = p.RefuseNoClusterAccess(context.Background(), "app", filepath.Join(t.TempDir(), "missing"))
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "loading --cluster-kubeconfig")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // ParkPlan is what parking a cluster changes: every worker pool that is not
@@ -46,7 +47,7 @@ func PlanPark(c *capi.Cluster, now time.Time, by string) (*ParkPlan, error) {
 	}
 	existing, raw, err := existingRecord(c)
 	if err != nil {
-		return nil, cli.Refusedf("cluster %s/%s: %w; nothing was changed (fix or remove the annotation, then run park again)", c.Namespace, c.Name, err)
+		return nil, exitcode.RefusedErrorf("cluster %s/%s: %w; nothing was changed (fix or remove the annotation, then run park again)", c.Namespace, c.Name, err)
 	}
 	plan := &ParkPlan{ReportMeta: api.NewNamespacedReportMeta("ParkPlan", c.Namespace, c.Name), Changes: []PoolChange{}, Record: existing}
 	record := ParkRecord{ParkedAt: metav1.NewTime(now.UTC().Truncate(time.Second)), ParkedBy: by}
@@ -185,7 +186,7 @@ func (o *ParkOptions) Validate() error {
 		if o.Selector != "" {
 			target = "the clusters of -l " + o.Selector
 		}
-		return cli.Refusedf("the control plane of %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", target)
+		return exitcode.RefusedErrorf("the control plane of %s cannot be parked: its replicas are not a topology variable of the ClusterClass, and Cluster API control planes refuse zero replicas, so only the workers can go to zero; nothing was changed. A cluster at zero workers still runs its control plane: if that is not acceptable, back the cluster up and delete it", target)
 	}
 	return nil
 }

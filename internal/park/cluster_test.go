@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 var parkedAt = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
@@ -108,7 +108,7 @@ func TestResumeParkedByHandNeedsReplicas(t *testing.T) {
 	}
 	c.Spec.Topology.Workers.MachinePools = nil
 	_, err := PlanResume(c, nil)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "--replicas N")
 
 	p, err := PlanResume(c, int32Ptr(1))
@@ -120,20 +120,20 @@ func TestPlanRefusals(t *testing.T) {
 	noTopology := threePools()
 	noTopology.Spec.Topology = nil
 	_, err := PlanPark(noTopology, parkedAt, "alice")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "no spec.topology")
 
 	noPools := threePools()
 	noPools.Spec.Topology.Workers = nil
 	_, err = PlanPark(noPools, parkedAt, "alice")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 
 	badRecord := threePools()
 	badRecord.Annotations[RecordAnnotation] = "{not json"
 	_, err = PlanPark(badRecord, parkedAt, "alice")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	_, err = PlanResume(badRecord, nil)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 }
 
 func TestParkWaitEndsWhenTheClusterStatusAgrees(t *testing.T) {

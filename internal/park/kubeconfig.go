@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -167,17 +168,17 @@ func (o *KubeconfigOptions) Validate() error {
 		return err
 	}
 	if o.OutputFile == "" {
-		return cli.UsageErrorf("--output-file is required: the kubeconfig holds a credential, so it is written to a file only you may read, never to the terminal")
+		return exitcode.UsageErrorf("--output-file is required: the kubeconfig holds a credential, so it is written to a file only you may read, never to the terminal")
 	}
 	if o.Role == "" && o.durationSet {
-		return cli.UsageErrorf("--duration goes with --role: the admin kubeconfig's credential does not expire")
+		return exitcode.UsageErrorf("--duration goes with --role: the admin kubeconfig's credential does not expire")
 	}
 	if o.Role != "" {
 		if errs := path.IsValidPathSegmentName(o.Role); len(errs) > 0 || len(o.Role) > 253 {
-			return cli.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", o.Role)
+			return exitcode.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", o.Role)
 		}
 		if o.Duration < MinTokenDuration || o.Duration > MaxTokenDuration {
-			return cli.UsageErrorf("--duration must be between %s and %s, got %s", MinTokenDuration, MaxTokenDuration, o.Duration)
+			return exitcode.UsageErrorf("--duration must be between %s and %s, got %s", MinTokenDuration, MaxTokenDuration, o.Duration)
 		}
 	}
 	return cli.CheckCredentialFile(o.OutputFile, o.Overwrite)
@@ -228,10 +229,10 @@ func (o *KubeconfigOptions) adminKubeconfig(ctx context.Context, p *Platform) (*
 	s, source, err := p.kubeconfigSecret(ctx, o.Name)
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, source, cli.Refusedf("the current user may not read %s, the cluster's admin kubeconfig; nothing was written. An administrator lets you read that one Secret with:\n  %s",
+		return nil, source, exitcode.RefusedErrorf("the current user may not read %s, the cluster's admin kubeconfig; nothing was written. An administrator lets you read that one Secret with:\n  %s",
 			source, cli.SecretGrant("spokekit-park", o.Namespace, capi.KubeconfigSecretName(o.Name), []string{"get"}, cli.UserName(ctx, p.Kube.AuthenticationV1())))
 	case apierrors.IsNotFound(err):
-		return nil, source, cli.Refusedf("cluster %s/%s has no %s yet: Cluster API writes it once the control plane is up; nothing was written (see: kubectl park status %s -n %s)", o.Namespace, o.Name, source, o.Name, o.Namespace)
+		return nil, source, exitcode.RefusedErrorf("cluster %s/%s has no %s yet: Cluster API writes it once the control plane is up; nothing was written (see: kubectl park status %s -n %s)", o.Namespace, o.Name, source, o.Name, o.Namespace)
 	case err != nil:
 		return nil, source, fmt.Errorf("reading %s: %w; nothing was written", source, err)
 	}

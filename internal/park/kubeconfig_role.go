@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -83,10 +84,10 @@ func desiredRoleObjects(role string) roleObjects {
 func PlanRoleAccess(role string, have RoleAccess) ([]WorkloadObject, error) {
 	want := desiredRoleObjects(role)
 	if !have.RoleExists {
-		return nil, cli.Refusedf("the workload cluster has no ClusterRole %q; nothing was changed (name one it has, e.g. view)", role)
+		return nil, exitcode.RefusedErrorf("the workload cluster has no ClusterRole %q; nothing was changed (name one it has, e.g. view)", role)
 	}
 	notOurs := func(kind, name string) error {
-		return cli.Refusedf("%s %s exists in the workload cluster and is not kubectl-park's (no label app.kubernetes.io/managed-by=%s); nothing was changed: delete it, or ask for another --role", kind, name, FieldManager)
+		return exitcode.RefusedErrorf("%s %s exists in the workload cluster and is not kubectl-park's (no label app.kubernetes.io/managed-by=%s); nothing was changed: delete it, or ask for another --role", kind, name, FieldManager)
 	}
 	plan := []WorkloadObject{{Action: ActionReuse, Kind: "Namespace", Name: KubeconfigNamespace}}
 	if have.Namespace == nil {
@@ -106,7 +107,7 @@ func PlanRoleAccess(role string, have RoleAccess) ([]WorkloadObject, error) {
 	case !ours(b.Labels):
 		return nil, notOurs("ClusterRoleBinding", b.Name)
 	case b.RoleRef != want.Binding.RoleRef || len(b.Subjects) != 1 || b.Subjects[0] != want.Binding.Subjects[0]:
-		return nil, cli.Refusedf("ClusterRoleBinding %s in the workload cluster no longer binds only ClusterRole %s to ServiceAccount %s/%s; nothing was changed: delete it and run again", b.Name, role, KubeconfigNamespace, sa.Name)
+		return nil, exitcode.RefusedErrorf("ClusterRoleBinding %s in the workload cluster no longer binds only ClusterRole %s to ServiceAccount %s/%s; nothing was changed: delete it and run again", b.Name, role, KubeconfigNamespace, sa.Name)
 	}
 	return append(plan, sa, binding), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestRoleObjectNamesAreValidAndDistinct(t *testing.T) {
@@ -33,7 +34,7 @@ func TestRoleObjectNamesAreValidAndDistinct(t *testing.T) {
 // refused: nothing of it is taken over.
 func TestPlanRoleAccess(t *testing.T) {
 	_, err := PlanRoleAccess("view", RoleAccess{})
-	assert.Check(t, cli.IsRefused(err))
+	assert.Check(t, exitcode.IsRefused(err))
 	assert.Check(t, is.ErrorContains(err, `no ClusterRole "view"; nothing was changed`))
 
 	first, err := PlanRoleAccess("view", RoleAccess{RoleExists: true})
@@ -54,7 +55,7 @@ func TestPlanRoleAccess(t *testing.T) {
 
 	theirs := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: KubeconfigNamespace, Name: "spokekit-park-view"}}
 	_, err = PlanRoleAccess("view", RoleAccess{RoleExists: true, ServiceAccount: theirs})
-	assert.Check(t, cli.IsRefused(err))
+	assert.Check(t, exitcode.IsRefused(err))
 	assert.Check(t, is.ErrorContains(err, "ServiceAccount spokekit-system/spokekit-park-view exists in the workload cluster and is not kubectl-park's"))
 
 	other := want.Binding.DeepCopy()
@@ -64,7 +65,7 @@ func TestPlanRoleAccess(t *testing.T) {
 	more := want.Binding.DeepCopy()
 	more.Subjects = append(more.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "mallory"})
 	_, err = PlanRoleAccess("view", RoleAccess{RoleExists: true, Binding: more})
-	assert.Check(t, cli.IsRefused(err))
+	assert.Check(t, exitcode.IsRefused(err))
 }
 
 func TestKubeconfigTable(t *testing.T) {
@@ -92,13 +93,13 @@ func TestKubeconfigTable(t *testing.T) {
 func TestKubeconfigRefusesBadInputBeforeAnyRequest(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "app.kubeconfig")
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "RFC 1123 subdomain", []string{"kubeconfig", "../x", "--output-file", file})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "--output-file is required", []string{"kubeconfig", "app"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "not a valid ClusterRole name", []string{"kubeconfig", "app", "--output-file", file, "--role", "a/b"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "--duration must be between", []string{"kubeconfig", "app", "--output-file", file, "--role", "view", "--duration", "1m"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "--duration goes with --role", []string{"kubeconfig", "app", "--output-file", file, "--duration", "1h"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "RFC 1123 subdomain", []string{"kubeconfig", "../x", "--output-file", file})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "--output-file is required", []string{"kubeconfig", "app"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "not a valid ClusterRole name", []string{"kubeconfig", "app", "--output-file", file, "--role", "a/b"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "--duration must be between", []string{"kubeconfig", "app", "--output-file", file, "--role", "view", "--duration", "1m"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "--duration goes with --role", []string{"kubeconfig", "app", "--output-file", file, "--duration", "1h"})
 	assert.NilError(t, os.WriteFile(file, []byte("mine"), 0o600))
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitRefused, "already exists; nothing was written: pass --overwrite", []string{"kubeconfig", "app", "--output-file", file})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Refused, "already exists; nothing was written: pass --overwrite", []string{"kubeconfig", "app", "--output-file", file})
 	data, err := os.ReadFile(file)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "mine")

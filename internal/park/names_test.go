@@ -7,15 +7,16 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "RFC 1123 subdomain",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "RFC 1123 subdomain",
 		[]string{"cluster", "../x"},
 		[]string{"resume", "a/b"},
 		[]string{"status", "UPPER"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "RFC 1123 label",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "RFC 1123 label",
 		[]string{"list", "-n", "Bad NS"},
 		[]string{"cluster", "app", "-n", "Bad NS", "--dry-run=client"},
 		[]string{"resume", "app", "-n", "../x"},
@@ -52,7 +53,7 @@ func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 // A blank selector parses as the empty one, which selects every cluster:
 // it is a usage error before any request, never "all".
 func TestBlankSelectorsAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "selects everything",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "selects everything",
 		[]string{"list", "-l", " "},
 		[]string{"list", "-A", "--selector", "\t"},
 	)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -55,7 +56,7 @@ func NewPlatform(f *cli.Factory, namespace string) (*Platform, error) {
 		return nil, fmt.Errorf("discovering the platform's API: %w", err)
 	}
 	if err != nil {
-		return nil, cli.Refusedf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
+		return nil, exitcode.RefusedErrorf("this API server does not serve Cluster API clusters (%s %v): is the context the platform cluster?", capi.ClusterKind, capi.Versions)
 	}
 	dyn, err := f.DynamicClient()
 	if err != nil {
@@ -86,7 +87,7 @@ func (p *Platform) resource(name string) dynamic.NamespaceableResourceInterface 
 func (p *Platform) Cluster(ctx context.Context, name string) (*capi.Cluster, error) {
 	u, err := p.resource(capi.ClusterResource).Namespace(p.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, cli.Refusedf("cluster %q not found in namespace %q; nothing was changed (see the clusters with: kubectl park list -n %s)", name, p.Namespace, p.Namespace)
+		return nil, exitcode.RefusedErrorf("cluster %q not found in namespace %q; nothing was changed (see the clusters with: kubectl park list -n %s)", name, p.Namespace, p.Namespace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster %s/%s: %w", p.Namespace, name, err)
@@ -335,13 +336,13 @@ func (p *Platform) RefuseNoClusterAccess(ctx context.Context, cluster, kubeconfi
 	switch {
 	case err == nil:
 		return nil
-	case cli.IsRefused(err) || kubeconfigFile != "":
-		return cli.Refusedf("%w; nothing was changed", err)
+	case exitcode.IsRefused(err) || kubeconfigFile != "":
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	case p.kubeconfigSecretNotYet(ctx, cluster):
 		// Cluster API writes NAME-kubeconfig once the control plane is up.
 		// NotFound, not Forbidden: the user may read it then, and the wait's
 		// node phase says whether it could (exit 4 when it could not).
 		return nil
 	}
-	return cli.Refusedf("--wait reads the workload cluster, but %w; nothing was changed: run without --wait, or %s", err, p.clusterAccessHint(ctx, cluster))
+	return exitcode.RefusedErrorf("--wait reads the workload cluster, but %w; nothing was changed: run without --wait, or %s", err, p.clusterAccessHint(ctx, cluster))
 }

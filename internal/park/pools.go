@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // pool is a worker pool of the topology with its place in the list.
@@ -52,7 +52,7 @@ type PoolChange struct {
 func workerPools(c *capi.Cluster) ([]pool, error) {
 	t := c.Spec.Topology
 	if t == nil {
-		return nil, cli.Refusedf("cluster %s/%s has no spec.topology: its workers are not managed through a ClusterClass topology, so there are no topology worker pools to scale; nothing was changed", c.Namespace, c.Name)
+		return nil, exitcode.RefusedErrorf("cluster %s/%s has no spec.topology: its workers are not managed through a ClusterClass topology, so there are no topology worker pools to scale; nothing was changed", c.Namespace, c.Name)
 	}
 	var pools []pool
 	if t.Workers != nil {
@@ -64,7 +64,7 @@ func workerPools(c *capi.Cluster) ([]pool, error) {
 		}
 	}
 	if len(pools) == 0 {
-		return nil, cli.Refusedf("cluster %s/%s has no worker pools in spec.topology.workers; nothing was changed", c.Namespace, c.Name)
+		return nil, exitcode.RefusedErrorf("cluster %s/%s has no worker pools in spec.topology.workers; nothing was changed", c.Namespace, c.Name)
 	}
 	return pools, nil
 }

@@ -7,8 +7,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
-	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestParseRecordRejects(t *testing.T) {
@@ -42,11 +42,11 @@ func TestResumeRefusesRecordedCountsAboveTheBound(t *testing.T) {
 		c.Spec.Topology.Workers.MachineDeployments[0].Replicas = int32Ptr(0)
 		c.Annotations[RecordAnnotation] = `{"pools":[{"kind":"machineDeployments","name":"md-0",` + pool + `}]}`
 		_, err := PlanResume(c, nil)
-		assert.Check(t, cli.ExitCode(err) == cli.ExitRefused, "%s: %v", name, err)
+		assert.Check(t, exitcode.Of(err) == exitcode.Refused, "%s: %v", name, err)
 		assert.Check(t, err != nil && strings.Contains(err.Error(), "md-0"), "%s: %v", name, err)
 	}
 	// --replicas is bounded the same way, before any request.
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, cli.ExitUsage, "at most",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdPark, exitcode.Usage, "at most",
 		[]string{"resume", "app", "--replicas", "100000"})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // ResumePlan is what resuming a cluster changes: each parked pool gets back
@@ -50,7 +51,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 	}
 	record, raw, err := existingRecord(c)
 	if err != nil && replicas == nil {
-		return nil, cli.Refusedf("cluster %s/%s: %w; nothing was changed (pass --replicas N to resume every pool to N)", c.Namespace, c.Name, err)
+		return nil, exitcode.RefusedErrorf("cluster %s/%s: %w; nothing was changed (pass --replicas N to resume every pool to N)", c.Namespace, c.Name, err)
 	}
 	_, hasRecord := c.Annotations[RecordAnnotation]
 	plan := &ResumePlan{ReportMeta: api.NewNamespacedReportMeta("ResumePlan", c.Namespace, c.Name), Record: record, Changes: []PoolChange{}}
@@ -86,7 +87,7 @@ func PlanResume(c *capi.Cluster, replicas *int32) (*ResumePlan, error) {
 		}
 	}
 	if len(plan.Changes) == 0 && !hasRecord && len(plan.NotRecorded) > 0 {
-		return nil, cli.Refusedf("cluster %s/%s has pools at zero (%s) but no park record, so what they were is not known; nothing was changed. Run: kubectl park resume %s -n %s --replicas N",
+		return nil, exitcode.RefusedErrorf("cluster %s/%s has pools at zero (%s) but no park record, so what they were is not known; nothing was changed. Run: kubectl park resume %s -n %s --replicas N",
 			c.Namespace, c.Name, strings.Join(plan.NotRecorded, ", "), c.Name, c.Namespace)
 	}
 	if hasRecord {
@@ -229,10 +230,10 @@ func (o *ResumeOptions) Validate() error {
 		return err
 	}
 	if o.replicasSet && o.Replicas < 1 {
-		return cli.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
+		return exitcode.UsageErrorf("--replicas must be at least 1, got %d (to park, run: kubectl park cluster %s)", o.Replicas, o.Name)
 	}
 	if o.replicasSet && o.Replicas > MaxPoolReplicas {
-		return cli.UsageErrorf("--replicas must be at most %d per pool, got %d", MaxPoolReplicas, o.Replicas)
+		return exitcode.UsageErrorf("--replicas must be at most %d per pool, got %d", MaxPoolReplicas, o.Replicas)
 	}
 	return nil
 }
@@ -399,14 +400,14 @@ func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names [
 		// the run past --timeout.
 		_, err = kube.CoreV1().Nodes().List(rctx, metav1.ListOptions{Limit: 1})
 	}
-	if cli.IsRefused(err) {
+	if exitcode.IsRefused(err) {
 		o.view.nodesError = "not checked: the kubeconfig was refused"
 		return scrubbed(err)
 	}
 	if err != nil {
 		o.view.nodesError = "not checked: " + notChecked(ctx, err)
 		o.progress.Done("nodes of %s: not checked", o.Name)
-		return cli.TimedOut(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %s; run the same command again to check", len(names), notChecked(ctx, err)))
+		return exitcode.TimedOutError(fmt.Errorf("all %d worker(s) running, but the readiness of their nodes was not checked: %s; run the same command again to check", len(names), notChecked(ctx, err)))
 	}
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())
 	return cli.WaitFor(ctx, "nodes of "+o.Name, lw, &corev1.Node{}, timeout, o.progress,

@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // ReplacedThreshold is how many replacements of one pool's machines within
@@ -309,7 +310,7 @@ func (o *StatusOptions) Validate() error {
 		return err
 	}
 	if o.Window <= 0 {
-		return cli.UsageErrorf("--window must be positive, got %s", o.Window)
+		return exitcode.UsageErrorf("--window must be positive, got %s", o.Window)
 	}
 	return nil
 }
@@ -363,7 +364,7 @@ func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 // request is bounded (clusterContext): a stalled cluster is "not checked".
 func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterView, error) {
 	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
-	if cli.IsRefused(err) {
+	if exitcode.IsRefused(err) {
 		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, scrubbed(err)
 	}
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // stalledServer accepts requests and never answers them (until the client
@@ -104,7 +105,7 @@ func TestResumeWaitOnAStalledClusterEndsWithItsTimeout(t *testing.T) {
 	start := time.Now()
 	err = o.waitNodesReady(context.Background(), p, []string{"app-md-0-a"}, 300*time.Millisecond)
 	assert.Check(t, time.Since(start) < 5*time.Second, "took %s", time.Since(start))
-	assert.Equal(t, cli.ExitCode(err), cli.ExitTimedOut, "%v", err)
+	assert.Equal(t, exitcode.Of(err), exitcode.TimedOut, "%v", err)
 	assert.ErrorContains(t, err, "not checked: timed out")
 }
 
@@ -130,8 +131,8 @@ func TestWorkloadErrorsAreScrubbed(t *testing.T) {
 		assert.Check(t, !strings.Contains(got, "s3cr3t"), got)
 		assert.Check(t, strings.Contains(got, "REDACTED@"), got)
 	}
-	refused := scrubbed(cli.Refusedf("http://s3cr3t@x"))
-	assert.Equal(t, cli.ExitCode(refused), cli.ExitRefused, "the exit code is kept")
+	refused := scrubbed(exitcode.RefusedErrorf("http://s3cr3t@x"))
+	assert.Equal(t, exitcode.Of(refused), exitcode.Refused, "the exit code is kept")
 }
 
 // After park --wait, a workload list the cluster refuses is said, never

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // RBACManifest names the roles that grant what the commands need.
@@ -30,15 +32,15 @@ var secretVerbs = []string{"get", "update"}
 
 var secretResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-func access(verb string, gvr schema.GroupVersionResource, ns string) cli.Access {
-	return cli.Access{Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Namespace: ns}
+func access(verb string, gvr schema.GroupVersionResource, ns string) authz.Permission {
+	return authz.Permission{Verb: verb, Group: gvr.Group, Resource: gvr.Resource, Namespace: ns}
 }
 
 // secretAccess is one verb on the Secret name of the release namespace.
 // get and update name it, as its Role does; create cannot be narrowed by
 // name in RBAC (the admission policy beside rbac.yaml narrows it), so it is
 // asked as the API server will ask it, without a name.
-func (h *Hub) secretAccess(verb, name string) cli.Access {
+func (h *Hub) secretAccess(verb, name string) authz.Permission {
 	a := access(verb, secretResource, h.Namespace)
 	if verb != "create" {
 		a.Name = name
@@ -48,8 +50,8 @@ func (h *Hub) secretAccess(verb, name string) cli.Access {
 
 // spokeAccess is reading the Spoke, as every command that changes it does
 // first, and verbs on it.
-func (h *Hub) spokeAccess(verbs ...string) []cli.Access {
-	out := []cli.Access{access("get", fleetconfig.SpokeResource, h.Namespace)}
+func (h *Hub) spokeAccess(verbs ...string) []authz.Permission {
+	out := []authz.Permission{access("get", fleetconfig.SpokeResource, h.Namespace)}
 	for _, v := range verbs {
 		out = append(out, access(v, fleetconfig.SpokeResource, h.Namespace))
 	}
@@ -57,35 +59,35 @@ func (h *Hub) spokeAccess(verbs ...string) []cli.Access {
 }
 
 // waitJoinedAccess is what add --wait watches.
-func (h *Hub) waitJoinedAccess() []cli.Access {
-	return []cli.Access{
+func (h *Hub) waitJoinedAccess() []authz.Permission {
+	return []authz.Permission{
 		access("list", fleetconfig.SpokeResource, h.Namespace), access("watch", fleetconfig.SpokeResource, h.Namespace),
 		access("list", ocm.ManagedClusterResource, ""), access("watch", ocm.ManagedClusterResource, ""),
 	}
 }
 
 // waitGoneAccess is what remove --wait and force-remove watch.
-func (h *Hub) waitGoneAccess() []cli.Access {
+func (h *Hub) waitGoneAccess() []authz.Permission {
 	return append(h.waitJoinedAccess(), access("list", namespaceResource, ""), access("watch", namespaceResource, ""))
 }
 
 // preflight checks that the current user may do all of needs, before the
 // first write (exit 3 naming what is missing, and for a kubeconfig Secret
 // the commands that grant it).
-func (h *Hub) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]cli.Access) error {
-	var all []cli.Access
+func (h *Hub) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]authz.Permission) error {
+	var all []authz.Permission
 	for _, n := range needs {
 		all = append(all, n...)
 	}
 	if dryRun == cli.DryRunClient || len(all) == 0 {
 		return nil
 	}
-	missing, err := cli.MissingAccess(ctx, h.Kube.AuthorizationV1(), all)
+	missing, err := authz.Missing(ctx, h.Kube.AuthorizationV1(), all)
 	if err != nil {
-		return cli.Refusedf("checking permissions: %w; nothing was changed", err)
+		return exitcode.RefusedErrorf("checking permissions: %w; nothing was changed", err)
 	}
 	rbac := RBACManifest
-	for _, a := range cli.UniqueAccess(all) {
+	for _, a := range authz.Unique(all) {
 		if a.Resource == secretResource.Resource && a.Name != "" && len(missing) > 0 {
 			rbac += "; for secret " + a.Name + ":\n  " + h.secretGrant(ctx, a.Name) + "\n"
 			break
@@ -105,7 +107,7 @@ func (h *Hub) secretGrant(ctx context.Context, name string) string {
 // words follow on the next), and nothing was changed. It wraps err, so
 // apierrors.IsForbidden still tells it.
 func (h *Hub) secretForbidden(ctx context.Context, name string, err error) error {
-	return cli.Refused(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
+	return exitcode.RefusedError(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
 		h.Namespace, name, h.secretGrant(ctx, name))})
 }
 
@@ -122,6 +124,6 @@ func (e *secretForbiddenError) Unwrap() error { return e.err }
 // worksForbidden is the refusal for ManifestWorks the current user may not
 // list in a cluster's namespace: the binding that grants them there.
 func (h *Hub) worksForbidden(ctx context.Context, cluster string) error {
-	return cli.Refusedf("the current user may not list manifestworks.%s in namespace %s (ManifestWorks may carry Secrets, so no shipped role lists them everywhere); nothing was changed: bind %s of kubectl-spoke's rbac.yaml in that namespace:\n  %s",
+	return exitcode.RefusedErrorf("the current user may not list manifestworks.%s in namespace %s (ManifestWorks may carry Secrets, so no shipped role lists them everywhere); nothing was changed: bind %s of kubectl-spoke's rbac.yaml in that namespace:\n  %s",
 		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, cli.UserName(ctx, h.Kube.AuthenticationV1())))
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
@@ -54,7 +56,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		(&JoinCommandOptions{Name: "s1", Wait: true, Accept: true}).access(),
 		// What the commands read without asking first (hub.go, listed.go,
 		// outofband.go, wait.go), and the mark the admission policy reads.
-		[]cli.Access{
+		[]authz.Permission{
 			access("get", fleetconfig.SpokeResource, hub.Namespace),
 			access("list", fleetconfig.SpokeResource, ""),
 			access("list", fleetconfig.HubResource, ""),
@@ -69,13 +71,13 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		},
 	)
 	for _, a := range needs {
-		assert.Check(t, clitest.Allows(rules, a), "not granted: %s", cli.DescribeAccess(a))
+		assert.Check(t, clitest.Allows(rules, a), "not granted: %s", authz.Describe(a))
 	}
 	for _, g := range clitest.Granted(slices.Collect(maps.Values(roles))...) {
-		used := slices.ContainsFunc(needs, func(a cli.Access) bool {
+		used := slices.ContainsFunc(needs, func(a authz.Permission) bool {
 			return a.Group == g.Group && a.Resource == g.Resource && a.Subresource == g.Subresource && a.Verb == g.Verb
 		})
-		assert.Check(t, used, "granted but never needed: %s", cli.DescribeAccess(g))
+		assert.Check(t, used, "granted but never needed: %s", authz.Describe(g))
 	}
 
 	// The per-Secret Role reaches that Secret alone.
@@ -105,7 +107,7 @@ func TestForbiddenReadsNameTheirGrant(t *testing.T) {
 	hub := &Hub{Kube: kube, Namespace: "mural-system"}
 
 	_, err := hub.Secret(context.Background(), "s1-kubeconfig")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.Check(t, apierrors.IsForbidden(err))
 	assert.ErrorContains(t, err, "may not read secret mural-system/s1-kubeconfig; nothing was changed")
 	assert.ErrorContains(t, err, "\n  kubectl create role spokekit-spoke:s1-kubeconfig -n mural-system --verb get,update --resource secrets --resource-name s1-kubeconfig\n")

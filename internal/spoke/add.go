@@ -17,7 +17,9 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -154,16 +156,16 @@ func (o *AddOptions) Validate() error {
 		return err
 	}
 	if o.CopyFrom != "" && o.ValuesFile == "" && o.ReleaseFile == "" {
-		return cli.UsageErrorf("--copy-from needs --values or --helmrelease")
+		return exitcode.UsageErrorf("--copy-from needs --values or --helmrelease")
 	}
 	if err := o.parseOCIRegistry(); err != nil {
 		return err
 	}
 	if o.Name == fleetconfig.HubAsSpokeName {
-		return cli.Refusedf("%s is the name FleetConfig gives the hub's own cluster (registered in-cluster, without a kubeconfig); nothing was changed: pick another name", o.Name)
+		return exitcode.RefusedErrorf("%s is the name FleetConfig gives the hub's own cluster (registered in-cluster, without a kubeconfig); nothing was changed: pick another name", o.Name)
 	}
 	if o.Wait && !o.Apply {
-		return cli.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
+		return exitcode.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
 	}
 	if err := cli.ValidateTimeout(o.Timeout); err != nil {
 		return err
@@ -181,10 +183,10 @@ func (o *AddOptions) parseOCIRegistry() error {
 		return nil
 	}
 	if o.ValuesFile == "" && o.ReleaseFile == "" {
-		return cli.UsageErrorf("--oci-registry needs --values or --helmrelease: it goes into the new entry")
+		return exitcode.UsageErrorf("--oci-registry needs --values or --helmrelease: it goes into the new entry")
 	}
 	if err := yaml.Unmarshal([]byte(o.OCIRegistry), &o.ociRegistry); err != nil || len(o.ociRegistry) == 0 {
-		return cli.UsageErrorf("--oci-registry is the entry's ociRegistry as a YAML mapping, e.g. '{endpoint: oci://registry.example.com/mural}'")
+		return exitcode.UsageErrorf("--oci-registry is the entry's ociRegistry as a YAML mapping, e.g. '{endpoint: oci://registry.example.com/mural}'")
 	}
 	return nil
 }
@@ -281,9 +283,9 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 	case o.Overwrite:
 		p.SecretAction = secretReplace
 	case f.SecretHolds.Unreadable != nil:
-		return nil, cli.Refusedf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.Unreadable)
+		return nil, exitcode.RefusedErrorf("secret %s/%s exists and does not hold a kubeconfig this command can read (%w), so it may be someone else's; nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.Unreadable)
 	case f.SecretHolds.OtherCluster != "":
-		return nil, cli.Refusedf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.OtherCluster)
+		return nil, exitcode.RefusedErrorf("secret %s/%s holds a kubeconfig of another cluster (different %s); nothing was changed: pass --overwrite to replace it", f.Namespace, name, f.SecretHolds.OtherCluster)
 	default:
 		p.SecretAction = secretUpdate
 	}
@@ -293,25 +295,25 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		edited, changed, err := values.Add(f.File.Data, kind, values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
 			HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry})
 		if errors.Is(err, values.ErrNoOCIRegistry) {
-			return nil, cli.Refusedf("%s: %w; nothing was changed: give it with --oci-registry '{...}', or --copy-from an entry that has one", f.File.Path, err)
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed: give it with --oci-registry '{...}', or --copy-from an entry that has one", f.File.Path, err)
 		}
 		if err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
 		}
 		p.File, p.ListPath, p.Values = f.File, kind.ListPath(), entryPresent
 		if changed {
 			p.Edited, p.Values = edited, entryAdd
 		}
 		if entry, err = values.EntryValues(edited, kind, o.Name); err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", f.File.Path, err)
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
 		}
 	}
 	gates, err := spokeFeatureGates(f.File)
 	if err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
+		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, ChartSettings{Cleanup: o.Cleanup, Mode: f.Mode, FeatureGates: gates}); err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
+		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if o.Apply {
 		// checkName showed an existing Spoke is this cluster's: a re-run.
@@ -441,14 +443,14 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 		return nil, o.Kubeconfig.refused(err)
 	}
 	if len(missing) > 0 {
-		return nil, cli.Refusedf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
+		return nil, exitcode.RefusedErrorf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
 			o.Kubeconfig.File, kc.User, kc.Server, strings.Join(missing, ", "))
 	}
 	if f.Spoke, err = o.checkName(ctx, id); err != nil {
 		return nil, err
 	}
 	if f.Kubeconfig, err = kc.Bytes(); err != nil {
-		return nil, cli.Refusedf("encoding the minified kubeconfig: %w; nothing was changed", err)
+		return nil, exitcode.RefusedErrorf("encoding the minified kubeconfig: %w; nothing was changed", err)
 	}
 	if f.Redacted, err = kc.Redacted(); err != nil {
 		return nil, err
@@ -479,9 +481,9 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
 
 // access is what writing the plan needs on the hub.
-func (p *addPlan) access(wait bool, hub *Hub) []cli.Access {
+func (p *addPlan) access(wait bool, hub *Hub) []authz.Permission {
 	// Read before: which mode the FleetConfig controller runs in.
-	out := []cli.Access{access("get", ocm.ClusterManagementAddOnResource, "")}
+	out := []authz.Permission{access("get", ocm.ClusterManagementAddOnResource, "")}
 	switch p.SecretAction {
 	case secretCreate:
 		out = append(out, hub.secretAccess("create", p.Secret.Name))
@@ -516,11 +518,11 @@ func (o *AddOptions) findHub(ctx context.Context) (*fleetconfig.Hub, error) {
 			}
 		}
 	case o.HubName != "":
-		return nil, cli.Refusedf("there is no Hub %q in namespace %s; nothing was changed: pick the fleet's namespace with -n", o.HubName, o.hub.Namespace)
+		return nil, exitcode.RefusedErrorf("there is no Hub %q in namespace %s; nothing was changed: pick the fleet's namespace with -n", o.HubName, o.hub.Namespace)
 	case len(names) == 0:
-		return nil, cli.Refusedf("there is no fleet Hub in namespace %s; nothing was changed: pick the fleet's release namespace with -n", o.hub.Namespace)
+		return nil, exitcode.RefusedErrorf("there is no fleet Hub in namespace %s; nothing was changed: pick the fleet's release namespace with -n", o.hub.Namespace)
 	}
-	return nil, cli.Refusedf("namespace %s has several Hubs (%s); nothing was changed: pick one with --hub", o.hub.Namespace, strings.Join(names, ", "))
+	return nil, exitcode.RefusedErrorf("namespace %s has several Hubs (%s); nothing was changed: pick one with --hub", o.hub.Namespace, strings.Join(names, ", "))
 }
 
 // checkName refuses a name another cluster uses, and returns the Spoke of
@@ -536,7 +538,7 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) (*fl
 			return nil, err
 		}
 		if mc != nil {
-			return nil, cli.Refusedf("a ManagedCluster %s already exists without a Spoke (joined some other way); nothing was changed: pick another name, or unjoin that cluster first", o.Name)
+			return nil, exitcode.RefusedErrorf("a ManagedCluster %s already exists without a Spoke (joined some other way); nothing was changed: pick another name, or unjoin that cluster first", o.Name)
 		}
 		return nil, nil
 	}
@@ -544,11 +546,11 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) (*fl
 		return nil, err
 	}
 	if s.DeletionTimestamp != nil {
-		return nil, cli.Refusedf("spoke %s is being deleted; nothing was changed: wait for it to go (kubectl spoke status %s), then add it again", o.Name, o.Name)
+		return nil, exitcode.RefusedErrorf("spoke %s is being deleted; nothing was changed: wait for it to go (kubectl spoke status %s), then add it again", o.Name, o.Name)
 	}
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil || ref.Name != secretName(o.Name) {
-		return nil, cli.Refusedf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
+		return nil, exitcode.RefusedErrorf("spoke %s already exists and takes its kubeconfig from elsewhere; nothing was changed: pick another name, or use kubectl spoke rotate-kubeconfig %s", o.Name, o.Name)
 	}
 	// Whatever the secret holds, or whether it exists at all, the new
 	// credential goes under this Spoke only when its cluster is shown to

@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -66,14 +67,14 @@ func TestAddRefusesToReplaceASecretThatIsNotAKubeconfig(t *testing.T) {
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
 		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system","resourceVersion":"9"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString([]byte("someone's notes"))+`"}}`)
 	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
-	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 	assert.Check(t, is.Contains(errOut, "pass --overwrite"))
 	assert.Check(t, is.Len(writes(srv), 0))
 
 	// With --overwrite: an update guarded by the resourceVersion read, not a forced apply.
 	srv.Respond("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
 	code, _, errOut = runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
-	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 	assert.Check(t, is.DeepEqual(writes(srv), []string{"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig?fieldManager=kubectl-spoke"}))
 	sent, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(srv.Body("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig")), nil, nil)
 	assert.NilError(t, err)
@@ -86,7 +87,7 @@ func TestAddCreatesOnly(t *testing.T) {
 	srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
 	srv.Respond("POST /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 201, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system"}}`)
 	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--apply")
-	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 	assert.Check(t, is.DeepEqual(writes(srv), []string{
 		"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke",
 		"POST /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes?fieldManager=kubectl-spoke",
@@ -167,7 +168,7 @@ func TestPlanAddRefusals(t *testing.T) {
 			_, err := planAdd(&tc.opts, tc.facts(base))
 			assert.ErrorContains(t, err, tc.wantErr)
 			assert.ErrorContains(t, err, "nothing was changed")
-			assert.Check(t, cli.IsRefused(err))
+			assert.Check(t, exitcode.IsRefused(err))
 		})
 	}
 }
@@ -200,7 +201,7 @@ func TestAddInAddonMode(t *testing.T) {
 	srv.Respond(agentAddOnPath, 200, `{"apiVersion":"addon.open-cluster-management.io/v1alpha1","kind":"ClusterManagementAddOn","metadata":{"name":"fleetconfig-controller-agent"}}`)
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
 	code, out, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--apply", "--dry-run=client", "-o", "json")
-	assert.Assert(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Assert(t, is.Equal(code, exitcode.OK), errOut)
 	var r AddReport
 	assert.NilError(t, json.Unmarshal([]byte(out), &r))
 	assert.Check(t, is.DeepEqual(r.Spoke.Spec.AddOns, []fleetconfig.AddOn{{ConfigName: fleetconfig.AgentAddOn}}))
@@ -209,7 +210,7 @@ func TestAddInAddonMode(t *testing.T) {
 	for _, code := range []int{403, 503} {
 		srv.Respond(agentAddOnPath, code, fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"answer %d","code":%d}`, code, code))
 		got, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--apply")
-		assert.Check(t, is.Equal(got, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(got, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "cannot tell whether the hub's FleetConfig controller runs in addon mode"))
 	}
 	assert.Check(t, is.Len(writes(srv), 0))
@@ -235,10 +236,10 @@ func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 		want                   int
 		wantErr                string
 	}{
-		"no claim on the hub":     {"", "c-1", cli.ExitRefused, "its kubeconfig secret spoke-1-kubeconfig is gone"},
-		"no claim on the cluster": {"c-1", "", cli.ExitRefused, "ClusterClaim cannot be read: there is none"},
-		"another cluster":         {"c-1", "c-2", cli.ExitRefused, "already exists for another cluster"},
-		"the same cluster":        {"c-1", "c-1", cli.ExitOK, ""},
+		"no claim on the hub":     {"", "c-1", exitcode.Refused, "its kubeconfig secret spoke-1-kubeconfig is gone"},
+		"no claim on the cluster": {"c-1", "", exitcode.Refused, "ClusterClaim cannot be read: there is none"},
+		"another cluster":         {"c-1", "c-2", exitcode.Refused, "already exists for another cluster"},
+		"the same cluster":        {"c-1", "c-1", exitcode.OK, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := fakeFleet(t)
@@ -255,7 +256,7 @@ func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
 			code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
 			assert.Check(t, is.Equal(code, tc.want), errOut)
-			if tc.want != cli.ExitOK {
+			if tc.want != exitcode.OK {
 				assert.Check(t, is.Contains(errOut, tc.wantErr))
 				assert.Check(t, is.Contains(errOut, "nothing was changed"))
 				assert.Check(t, is.Len(writes(srv), 0))
@@ -278,7 +279,7 @@ func TestAddDryRunShowsNoneOfTheExistingSecretsMetadata(t *testing.T) {
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
 	for _, format := range []string{"json", "yaml"} {
 		code, out, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite", "--dry-run=client", "-o", format)
-		assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+		assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 		for _, leak := range []string{"last-applied", "OLD-TOKEN", "managedFields", "team", "resourceVersion"} {
 			assert.Check(t, !strings.Contains(out, leak), "%s output shows %q:\n%s", format, leak, out)
 		}
@@ -296,7 +297,7 @@ func TestAddOverwriteRefusesASecretOthersUse(t *testing.T) {
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
 		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[{"metadata":{"name":"spoke-9","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"other"}},"klusterlet":{"managedClusterKubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}}]}`)
 	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
-	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 	assert.Check(t, is.Contains(errOut, "is the kubeconfig of Hub hub and the managedClusterKubeconfig of spoke spoke-9"))
 	assert.Check(t, is.Len(writes(srv), 0))
 }
@@ -321,6 +322,6 @@ func TestAddNextStepNamesTheUpgrade(t *testing.T) {
 func TestAddRefusesTheNameHubAsSpoke(t *testing.T) {
 	srv := fakeFleet(t)
 	code, _, errOut := runSpoke(srv, "add", "hub-as-spoke", "--spoke-kubeconfig", srv.Kubeconfig)
-	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 	assert.Check(t, is.Len(srv.Requests(), 0))
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // RemovalBlockers are the ManifestWorks that would keep the hub from
@@ -73,13 +73,13 @@ func FindRemovalBlockers(s *fleetconfig.Spoke, works []ocm.ManifestWork, placeme
 func (b RemovalBlockers) Refusal(name string) error {
 	switch {
 	case len(b.HandMade) > 0:
-		return cli.Refusedf("spoke %s still has ManifestWorks that no placement or add-on owns, and the hub will not unjoin it while they exist: %s; nothing was changed: move or delete them (kubectl delete manifestwork -n %s %s), then run this again",
+		return exitcode.RefusedErrorf("spoke %s still has ManifestWorks that no placement or add-on owns, and the hub will not unjoin it while they exist: %s; nothing was changed: move or delete them (kubectl delete manifestwork -n %s %s), then run this again",
 			name, strings.Join(b.HandMade, ", "), name, strings.Join(b.HandMade, " "))
 	case len(b.Placed) > 0:
-		return cli.Refusedf("spoke %s still has ManifestWorks its placements put there (%s), and with cleanupConfig.forceClusterDrain off the hub will not unjoin it while they exist; nothing was changed: run `kubectl fleetdrain cluster %s` first (or `kubectl spoke set %s cleanupConfig.forceClusterDrain=true`), then run this again",
+		return exitcode.RefusedErrorf("spoke %s still has ManifestWorks its placements put there (%s), and with cleanupConfig.forceClusterDrain off the hub will not unjoin it while they exist; nothing was changed: run `kubectl fleetdrain cluster %s` first (or `kubectl spoke set %s cleanupConfig.forceClusterDrain=true`), then run this again",
 			name, strings.Join(b.Placed, ", "), name, name)
 	case len(b.Kept) > 0:
-		return cli.Refusedf("spoke %s has ManifestWorks whose placements tolerate the %s taint or cannot be found, so nothing shows they leave and the hub will not unjoin it while they stay: %s; nothing was changed: delete them or change those placements, then run this again",
+		return exitcode.RefusedErrorf("spoke %s has ManifestWorks whose placements tolerate the %s taint or cannot be found, so nothing shows they leave and the hub will not unjoin it while they stay: %s; nothing was changed: delete them or change those placements, then run this again",
 			name, TaintWorkloadCleanup, strings.Join(b.Kept, ", "))
 	}
 	return nil

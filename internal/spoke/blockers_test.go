@@ -9,7 +9,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // TestRemovalBlockers follows fleetconfig-controller's rule: works no add-on
@@ -41,7 +41,7 @@ func TestRemovalBlockers(t *testing.T) {
 	b := FindRemovalBlockers(&off, placed, placements, nil, now)
 	assert.DeepEqual(t, b, RemovalBlockers{Placed: []string{"web", "monitoring"}})
 	err := b.Refusal("spoke-1")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.Check(t, is.Contains(err.Error(), "run `kubectl fleetdrain cluster spoke-1` first"))
 
 	on := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.Spec.CleanupConfig.ForceClusterDrain = true })

@@ -14,6 +14,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // ForceRemoveOptions are the options of `kubectl spoke force-remove`.
@@ -106,9 +107,9 @@ func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *Hub, s *f
 	case o.EvenIfReachable:
 		return []string{fmt.Sprintf("the hub's view could not be read (%v); --even-if-reachable given", err)}, nil
 	case err != nil:
-		return nil, cli.Refusedf("cannot tell whether the hub can reach spoke %s: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
+		return nil, exitcode.RefusedErrorf("cannot tell whether the hub can reach spoke %s: %w; nothing was changed: fix that and run this again, or pass --even-if-reachable", o.Name, err)
 	case !unreachable:
-		return nil, cli.Refusedf("spoke %s is reachable: %s; nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, evidence, o.Name)
+		return nil, exitcode.RefusedErrorf("spoke %s is reachable: %s; nothing was changed: remove it gracefully with kubectl spoke remove %s, or pass --even-if-reachable", o.Name, evidence, o.Name)
 	}
 	out := []string{evidence}
 	if hint := disconnectedHint(r.ManagedCluster); hint != "" {

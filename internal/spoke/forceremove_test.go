@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func clusterAvailable(status metav1.ConditionStatus) *ocm.ManagedCluster {
@@ -82,7 +83,7 @@ func TestForceRemoveRefusesASpokeTheHubReachesEvenIfThisMachineCannot(t *testing
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
 		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString(dead)+`"}}`)
 	code, _, errOut := runSpoke(srv, "force-remove", "spoke-1", "--yes")
-	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 	assert.Check(t, is.Contains(errOut, "spoke spoke-1 is reachable: the hub reports its ManagedCluster's Available condition True"))
 	assert.Check(t, is.Len(writes(srv), 0))
 }
@@ -107,7 +108,7 @@ func TestForceRemoveChecksAgainAfterTheConfirmation(t *testing.T) {
 			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("True"))
 			return nil
 		}})
-	assert.Check(t, is.Equal(cli.ExitCode(err), cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), errOut)
 	assert.Check(t, is.ErrorContains(err, "checked again after the confirmation: spoke spoke-1 is reachable"))
 	assert.Check(t, is.Len(writes(srv), 0))
 	assert.Assert(t, is.Len(asked, 2))
@@ -126,7 +127,7 @@ func TestForceRemoveRefusesWhenItCannotCheck(t *testing.T) {
 			fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"answer %d","code":%d}`, code, code))
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 		got := cli.Execute(NewCmdSpoke(streams), []string{"force-remove", "spoke-1", "-n", "mural-system", "--yes", "--kubeconfig", srv.Kubeconfig}, streams)
-		assert.Check(t, is.Equal(got, cli.ExitRefused), "stderr: %s", errOut)
+		assert.Check(t, is.Equal(got, exitcode.Refused), "stderr: %s", errOut)
 		assert.Check(t, is.Contains(errOut.String(), fmt.Sprintf("answer %d", code)))
 		assert.Check(t, is.Contains(errOut.String(), "nothing was changed"))
 		assert.Check(t, is.Equal(out.String(), ""))
@@ -150,7 +151,7 @@ func TestForceRemoveServerDryRunSendsThePatchThenTheDelete(t *testing.T) {
 	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(valuesFile, []byte(planValues), 0o600))
 	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--dry-run=server", "--values", valuesFile)
-	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 	assert.Check(t, is.DeepEqual(writes(srv), []string{
 		"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?dryRun=All&fieldManager=kubectl-spoke",
 		"DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1",
@@ -172,7 +173,7 @@ func TestForceRemoveOfAGoneSpokeStillEditsTheFile(t *testing.T) {
 	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(valuesFile, []byte(planValues), 0o600))
 	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--values", valuesFile)
-	assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 	assert.Check(t, is.Len(writes(srv), 0))
 	assert.Check(t, is.Contains(out, "already deleted"))
 	assert.Check(t, is.Contains(out, "entry removed"))

@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -122,11 +123,11 @@ func (o *HealthOptions) Validate() error {
 	}
 	switch {
 	case o.Selector != "" && len(o.Names) > 0:
-		return cli.UsageErrorf("-l selects spokes: name them or select them, not both")
+		return exitcode.UsageErrorf("-l selects spokes: name them or select them, not both")
 	case o.MaxConcurrent < 1:
-		return cli.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
+		return exitcode.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
 	case o.SpokeTimeout <= 0:
-		return cli.UsageErrorf("--spoke-timeout must be more than 0, got %s", o.SpokeTimeout)
+		return exitcode.UsageErrorf("--spoke-timeout must be more than 0, got %s", o.SpokeTimeout)
 	}
 	return o.Output.Validate()
 }
@@ -255,7 +256,7 @@ func (r HealthReport) unhealthy() error {
 	if len(names) == 0 {
 		return nil
 	}
-	return &cli.ExitError{Code: cli.ExitFailed, Err: fmt.Errorf("%d of %d spokes unhealthy: %s (-o wide says why)", len(names), len(r.Items), strings.Join(names, ", "))}
+	return &exitcode.Error{Code: exitcode.Failed, Err: fmt.Errorf("%d of %d spokes unhealthy: %s (-o wide says why)", len(names), len(r.Items), strings.Join(names, ", "))}
 }
 
 // Table is the human view at time now.

@@ -27,6 +27,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // tokenKubeconfig is a kubeconfig whose token is a JWT expiring at exp.
@@ -166,7 +167,7 @@ func TestHealthOfEveryState(t *testing.T) {
 	}
 	assert.DeepEqual(t, unhealthy, []string{"addon-down", "agent-stopped", "apiserver-stopped", "expiring", "not-joined"})
 	err := HealthReport{Items: rows}.unhealthy()
-	assert.Equal(t, cli.ExitCode(err), cli.ExitFailed)
+	assert.Equal(t, exitcode.Of(err), exitcode.Failed)
 	assert.ErrorContains(t, err, "5 of 10 spokes unhealthy: addon-down, agent-stopped, apiserver-stopped, expiring, not-joined")
 	assert.NilError(t, HealthReport{Items: rows[6:7]}.unhealthy(), "a healthy fleet exits 0")
 	clitest.AssertPrintsInEveryFormat(t, HealthReport{Kind: "SpokeHealthList", Items: rows}, func() cli.Table { return HealthReport{Items: rows}.Table(now) })
@@ -204,7 +205,7 @@ func TestHealthReadsOneListPerKind(t *testing.T) {
 		{"metadata":{"name":"fleetconfig-controller-agent","namespace":"spoke-1"},"status":{"conditions":[{"type":"Available","status":"True","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"}]}}]}`)
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets", 403, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`)
 	code, out, errOut := run(srv, "health", "-n", "mural-system", "-o", "wide")
-	assert.Equal(t, code, cli.ExitOK, "%s%s", out, errOut)
+	assert.Equal(t, code, exitcode.OK, "%s%s", out, errOut)
 	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+not readable\s+Healthy\s+<none>$`, out))
 	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+True\s+True\s+-\s+0/0\s+-\s+-\s+none\s+Healthy`, out))
 	assert.Check(t, is.Contains(errOut, "stored credentials not readable: the current user may not list the Secrets of mural-system"))
@@ -227,7 +228,7 @@ func TestHealthReadsOneListPerKind(t *testing.T) {
 	srv.Respond("GET /apis/certificates.k8s.io/v1/certificatesigningrequests", 200, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequestList","metadata":{},"items":[
 		{"metadata":{"name":"csr-1"},"spec":{"request":"","signerName":"x","usages":[]},"status":{}},{"metadata":{"name":"csr-2"},"spec":{"request":"","signerName":"x","usages":[]},"status":{"conditions":[{"type":"Approved","status":"True"}]}}]}`)
 	code, out, errOut = run(srv, "health", "-n", "mural-system", "--deep", "-o", "wide")
-	assert.Equal(t, code, cli.ExitFailed, "%s%s", out, errOut)
+	assert.Equal(t, code, exitcode.Failed, "%s%s", out, errOut)
 	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+never \(token\)\s+1/2\s+1\s+1\s+\d{4}-\d\d-\d\d\s+Unhealthy\s+1 of 2 nodes not Ready: n2; kube-system pods not ready: coredns-1; CSRs pending \(not approved by this command\): csr-1$`, out))
 	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+.*\s+skipped\s+-\s+-\s+-\s+Healthy`, out))
 	assert.Check(t, is.Contains(errOut, "1 of 2 spokes unhealthy: spoke-1"))

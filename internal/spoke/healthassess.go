@@ -13,7 +13,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -265,7 +265,7 @@ func assessCredential(s *fleetconfig.Spoke, sec *corev1.Secret, readErr error, n
 	kc, err := kubeconfig.FromSecretContext(sec, key, s.Spec.Kubeconfig.Context)
 	if err != nil {
 		state := CredentialInvalid
-		if cli.IsRefused(err) {
+		if exitcode.IsRefused(err) {
 			state = CredentialRefused
 		}
 		return CredentialHealth{State: state, Detail: err.Error()}, nil

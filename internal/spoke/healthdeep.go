@@ -21,6 +21,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // readDeep reaches every spoke through its stored kubeconfig, maxConcurrent
@@ -70,7 +71,7 @@ func (h *Hub) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.
 	}
 	d := &DeepHealth{}
 	if err := probeSpoke(ctx, kc, timeout, d); err != nil {
-		d.Error = cli.ScrubURLs(err.Error())
+		d.Error = scrub.URLs(err.Error())
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			d.Error = fmt.Sprintf("no answer within --spoke-timeout %s", timeout)
 		}

@@ -25,7 +25,10 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // joinRBAC names the roles join-command needs beyond the base ones.
@@ -138,7 +141,7 @@ func (o *JoinCommandOptions) Validate() error {
 		return err
 	}
 	if o.DryRun != cli.DryRunNone && o.Wait {
-		return cli.UsageErrorf("--dry-run mints no token, so no cluster can join: run --wait or --accept without it")
+		return exitcode.UsageErrorf("--dry-run mints no token, so no cluster can join: run --wait or --accept without it")
 	}
 	if o.HubAPIServer != "" {
 		if err := checkHubURL(o.HubAPIServer); err != nil {
@@ -146,7 +149,7 @@ func (o *JoinCommandOptions) Validate() error {
 		}
 	}
 	if o.Name == fleetconfig.HubAsSpokeName {
-		return cli.Refusedf("%s is the name FleetConfig gives the hub's own cluster; nothing was changed: pick another name", o.Name)
+		return exitcode.RefusedErrorf("%s is the name FleetConfig gives the hub's own cluster; nothing was changed: pick another name", o.Name)
 	}
 	return nil
 }
@@ -193,13 +196,13 @@ func (o *JoinCommandOptions) read(ctx context.Context, hub *Hub) (*joinFacts, er
 	// The Spoke's name is the cluster's, whatever its namespace.
 	l, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.Name})
 	if err != nil {
-		return nil, cli.Refusedf("checking that no Spoke is called %s: %w; nothing was changed", o.Name, err)
+		return nil, exitcode.RefusedErrorf("checking that no Spoke is called %s: %w; nothing was changed", o.Name, err)
 	}
 	if len(l.Items) > 0 {
 		f.SpokeNamespace = l.Items[0].GetNamespace()
 	}
 	if f.Cluster, err = hub.ManagedCluster(ctx, o.Name); err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed", err)
+		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if f.HubAPIServer == "" {
 		cfg, err := o.f.ToRESTConfig()
@@ -223,12 +226,12 @@ func (o *JoinCommandOptions) tokenSource() string {
 
 // access is what the command will do on the hub, checked before the token
 // is minted.
-func (o *JoinCommandOptions) access() []cli.Access {
-	var out []cli.Access
+func (o *JoinCommandOptions) access() []authz.Permission {
+	var out []authz.Permission
 	if o.UseBootstrapToken {
 		out = append(out, access("list", secretResource, bootstrapSecretNamespace))
 	} else {
-		out = append(out, cli.Access{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: bootstrapSANamespace, Name: bootstrapSAName})
+		out = append(out, authz.Permission{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: bootstrapSANamespace, Name: bootstrapSAName})
 	}
 	if o.Wait {
 		out = append(out, access("list", ocm.ManagedClusterResource, ""), access("watch", ocm.ManagedClusterResource, ""))
@@ -236,11 +239,11 @@ func (o *JoinCommandOptions) access() []cli.Access {
 	if o.Accept {
 		out = append(out,
 			access("get", csrResource, ""), access("list", csrResource, ""), access("watch", csrResource, ""),
-			cli.Access{Verb: "update", Group: csrResource.Group, Resource: csrResource.Resource, Subresource: "approval"},
-			cli.Access{Verb: "approve", Group: csrResource.Group, Resource: "signers", Name: registrationClientSigner},
-			cli.Access{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: o.Name},
+			authz.Permission{Verb: "update", Group: csrResource.Group, Resource: csrResource.Resource, Subresource: "approval"},
+			authz.Permission{Verb: "approve", Group: csrResource.Group, Resource: "signers", Name: registrationClientSigner},
+			authz.Permission{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: o.Name},
 			// What the registration webhook asks before hubAcceptsClient changes.
-			cli.Access{Verb: "update", Group: "register.open-cluster-management.io", Resource: "managedclusters", Subresource: "accept", Name: o.Name})
+			authz.Permission{Verb: "update", Group: "register.open-cluster-management.io", Resource: "managedclusters", Subresource: "accept", Name: o.Name})
 	}
 	return out
 }
@@ -253,11 +256,11 @@ func (o *JoinCommandOptions) token(ctx context.Context, hub *Hub) (joinToken, er
 	if o.UseBootstrapToken {
 		l, err := hub.Kube.CoreV1().Secrets(bootstrapSecretNamespace).List(ctx, metav1.ListOptions{LabelSelector: bootstrapSecretSelector})
 		if err != nil {
-			return t, cli.Refusedf("listing the bootstrap token Secrets of %s: %w; nothing was changed", bootstrapSecretNamespace, err)
+			return t, exitcode.RefusedErrorf("listing the bootstrap token Secrets of %s: %w; nothing was changed", bootstrapSecretNamespace, err)
 		}
 		s := newestBootstrapSecret(l.Items)
 		if s == nil {
-			return t, cli.Refusedf("there is no bootstrap token Secret (%s*, labelled %s) in %s; nothing was changed: run without --use-bootstrap-token to mint a ServiceAccount token",
+			return t, exitcode.RefusedErrorf("there is no bootstrap token Secret (%s*, labelled %s) in %s; nothing was changed: run without --use-bootstrap-token to mint a ServiceAccount token",
 				bootstrapSecretPrefix, bootstrapSecretSelector, bootstrapSecretNamespace)
 		}
 		t.Source = "Secret " + bootstrapSecretNamespace + "/" + s.Name
@@ -271,7 +274,7 @@ func (o *JoinCommandOptions) token(ctx context.Context, hub *Hub) (joinToken, er
 	tr, err := hub.Kube.CoreV1().ServiceAccounts(bootstrapSANamespace).CreateToken(ctx, bootstrapSAName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) {
-		return t, cli.Refusedf("there is no ServiceAccount %s/%s (clusteradm init makes it); nothing was changed: a hub set up with clusteradm init --use-bootstrap-token has a bootstrap token Secret instead: run again with --use-bootstrap-token",
+		return t, exitcode.RefusedErrorf("there is no ServiceAccount %s/%s (clusteradm init makes it); nothing was changed: a hub set up with clusteradm init --use-bootstrap-token has a bootstrap token Secret instead: run again with --use-bootstrap-token",
 			bootstrapSANamespace, bootstrapSAName)
 	}
 	if err != nil {
@@ -305,7 +308,7 @@ func (o *JoinCommandOptions) print(r *JoinCommandReport) error {
 	switch {
 	case r.DryRun != "":
 		fmt.Fprintln(o.ErrOut, "Dry run: no token was minted; run again without --dry-run.")
-	case r.Token == cli.Redacted:
+	case r.Token == scrub.Redacted:
 		fmt.Fprintf(o.ErrOut, "The token (%s) is not shown: run again with --show-token to print it; anyone who holds it can ask to register clusters with this hub.\n", r.TokenSource)
 	}
 	if r.TokenExpires != nil && r.DryRun == "" {
@@ -343,7 +346,7 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *Hub, r *Joi
 	if err == nil && o.Accept {
 		err = hub.acceptCluster(ctx, &mc, d, p)
 	}
-	if err != nil && cli.ExitCode(err) == cli.ExitTimedOut {
+	if err != nil && exitcode.Of(err) == exitcode.TimedOut {
 		until := ""
 		if r.TokenExpires != nil {
 			until = " (the token is valid until " + r.TokenExpires.UTC().Format(time.RFC3339) + ")"

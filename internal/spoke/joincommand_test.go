@@ -22,6 +22,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // The line and report join-command prints for each combination of flags,
@@ -47,7 +48,7 @@ func TestJoinCommandPlans(t *testing.T) {
 		fmt.Fprintf(&out, "== %s\n", c.name)
 		r, err := planJoin(c.s, c.f)
 		if err != nil {
-			fmt.Fprintf(&out, "exit %d: %v\n", cli.ExitCode(err), err)
+			fmt.Fprintf(&out, "exit %d: %v\n", exitcode.Of(err), err)
 			continue
 		}
 		data, err := json.MarshalIndent(r, "", "  ")
@@ -64,7 +65,7 @@ func TestJoinCommandPlans(t *testing.T) {
 		{"a free name", joinFacts{}},
 	} {
 		err := refuseTakenName("edge-1", &c.f)
-		fmt.Fprintf(&out, "== taken: %s\nexit %d: %v\n", c.name, cli.ExitCode(err), err)
+		fmt.Fprintf(&out, "== taken: %s\nexit %d: %v\n", c.name, exitcode.Of(err), err)
 	}
 	golden.Assert(t, out.String(), "joincommand-plans.golden")
 }
@@ -127,7 +128,7 @@ func TestAcceptApprovesWhatClusteradmAcceptDoes(t *testing.T) {
 
 	// Two agents ask under one name: nothing is approved.
 	_, err := decideCSRs(mc, []certificatesv1.CertificateSigningRequest{token, second})
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, "come from 2 requesters (system:open-cluster-management:edge-1:agent-1, system:open-cluster-management:edge-1:agent-2)")
 	assert.ErrorContains(t, err, "nothing was approved")
 
@@ -203,7 +204,7 @@ func TestJoinCommandRefusesBeforeMinting(t *testing.T) {
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/spokes", 200,
 		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"edge-1","namespace":"other-fleet"}}]}`)
 	code, stdout, stderr := runSpoke(srv, "join-command", "edge-1", "--accept")
-	assert.Equal(t, code, cli.ExitRefused, stderr)
+	assert.Equal(t, code, exitcode.Refused, stderr)
 	assert.Check(t, is.Contains(stderr, "the Spoke other-fleet/edge-1 registers a cluster under that name; nothing was changed"))
 	assert.Equal(t, stdout, "")
 	assert.Check(t, !minted(srv))
@@ -212,14 +213,14 @@ func TestJoinCommandRefusesBeforeMinting(t *testing.T) {
 	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/edge-1", 200,
 		`{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"edge-1"},"spec":{"hubAcceptsClient":true}}`)
 	code, _, stderr = runSpoke(srv, "join-command", "edge-1")
-	assert.Equal(t, code, cli.ExitRefused, stderr)
+	assert.Equal(t, code, exitcode.Refused, stderr)
 	assert.Check(t, is.Contains(stderr, "a ManagedCluster edge-1 already exists"))
 	assert.Check(t, !minted(srv))
 
 	srv = joinHub(t)
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":false}}`)
 	code, _, stderr = runSpoke(srv, "join-command", "edge-1")
-	assert.Equal(t, code, cli.ExitRefused, stderr)
+	assert.Equal(t, code, exitcode.Refused, stderr)
 	assert.Check(t, is.Contains(stderr, "may not create serviceaccounts/token agent-registration-bootstrap in namespace open-cluster-management; nothing was changed"))
 	assert.Check(t, is.Contains(stderr, "spokekit-spoke-join"))
 	assert.Check(t, !minted(srv))
@@ -227,12 +228,12 @@ func TestJoinCommandRefusesBeforeMinting(t *testing.T) {
 	srv = joinHub(t)
 	srv.Respond("POST "+strings.TrimPrefix(tokenRequest, "POST "), 404, notFound)
 	code, _, stderr = runSpoke(srv, "join-command", "edge-1")
-	assert.Equal(t, code, cli.ExitRefused, stderr)
+	assert.Equal(t, code, exitcode.Refused, stderr)
 	assert.Check(t, is.Contains(stderr, "run again with --use-bootstrap-token"))
 
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "RFC 1123 label", []string{"join-command", "Edge_1"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--dry-run mints no token", []string{"join-command", "edge-1", "--accept", "--dry-run=client"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "not an http(s) URL", []string{"join-command", "edge-1", "--hub-apiserver", "hub:6443"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "RFC 1123 label", []string{"join-command", "Edge_1"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "--dry-run mints no token", []string{"join-command", "edge-1", "--accept", "--dry-run=client"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "not an http(s) URL", []string{"join-command", "edge-1", "--hub-apiserver", "hub:6443"})
 }
 
 func TestJoinCommandReportPrintsInEveryFormat(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // Where the join's token comes from, as `clusteradm get token` takes it:
@@ -99,15 +101,15 @@ var tokenChars = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // refuseTakenName refuses a name a Spoke or a ManagedCluster uses (pure).
 func refuseTakenName(name string, f *joinFacts) error {
 	if f.SpokeNamespace != "" {
-		return cli.Refusedf("%s is taken: the Spoke %s/%s registers a cluster under that name; nothing was changed: pick another name (kubectl spoke status %s -n %s shows that one)",
+		return exitcode.RefusedErrorf("%s is taken: the Spoke %s/%s registers a cluster under that name; nothing was changed: pick another name (kubectl spoke status %s -n %s shows that one)",
 			name, f.SpokeNamespace, name, name, f.SpokeNamespace)
 	}
 	if mc := f.Cluster; mc != nil {
 		if !mc.Spec.HubAcceptsClient {
-			return cli.Refusedf("a ManagedCluster %s already exists, not accepted: an agent already asks to join as %s; nothing was changed: if it is the cluster you expect (kubectl get csr -l %s=%s), accept it with clusteradm accept --clusters %s; otherwise pick another name",
+			return exitcode.RefusedErrorf("a ManagedCluster %s already exists, not accepted: an agent already asks to join as %s; nothing was changed: if it is the cluster you expect (kubectl get csr -l %s=%s), accept it with clusteradm accept --clusters %s; otherwise pick another name",
 				name, name, csrClusterLabel, name, name)
 		}
-		return cli.Refusedf("a ManagedCluster %s already exists (a cluster joined under that name); nothing was changed: pick another name (kubectl spoke status %s shows that one)", name, name)
+		return exitcode.RefusedErrorf("a ManagedCluster %s already exists (a cluster joined under that name); nothing was changed: pick another name (kubectl spoke status %s shows that one)", name, name)
 	}
 	return nil
 }
@@ -118,7 +120,7 @@ func planJoin(s joinSettings, f joinFacts) (*JoinCommandReport, error) {
 	if err := checkHubURL(f.HubAPIServer); err != nil {
 		return nil, err
 	}
-	token := cli.Redacted
+	token := scrub.Redacted
 	switch {
 	case f.Token.Value == "":
 		token = "TOKEN"
@@ -149,10 +151,10 @@ func planJoin(s joinSettings, f joinFacts) (*JoinCommandReport, error) {
 func checkHubURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return cli.UsageErrorf("the hub's API server URL %q is not an http(s) URL with a host: give it with --hub-apiserver https://HOST:PORT", s)
+		return exitcode.UsageErrorf("the hub's API server URL %q is not an http(s) URL with a host: give it with --hub-apiserver https://HOST:PORT", s)
 	}
 	if u.User != nil {
-		return cli.UsageErrorf("the hub's API server URL carries user information, which would print a credential: give it without, with --hub-apiserver https://HOST:PORT")
+		return exitcode.UsageErrorf("the hub's API server URL carries user information, which would print a credential: give it without, with --hub-apiserver https://HOST:PORT")
 	}
 	return nil
 }
@@ -217,7 +219,7 @@ func decideCSRs(mc *ocm.ManagedCluster, csrs []certificatesv1.CertificateSigning
 	}
 	if len(requesters) > 1 {
 		slices.Sort(requesters)
-		return csrDecision{}, cli.Refusedf("the CSRs of %s come from %d requesters (%s): more than one agent asks to join as %s; nothing was approved: see kubectl get csr -l %s=%s, stop the agent that should not join, deny its CSRs, and run clusteradm accept --clusters %s --requesters CN",
+		return csrDecision{}, exitcode.RefusedErrorf("the CSRs of %s come from %d requesters (%s): more than one agent asks to join as %s; nothing was approved: see kubectl get csr -l %s=%s, stop the agent that should not join, deny its CSRs, and run clusteradm accept --clusters %s --requesters CN",
 			mc.Name, len(requesters), strings.Join(requesters, ", "), mc.Name, csrClusterLabel, mc.Name, mc.Name)
 	}
 	return d, nil

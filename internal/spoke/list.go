@@ -15,6 +15,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // ListOptions are the options of list and get.
@@ -130,7 +131,7 @@ func (o *ListOptions) Validate() error {
 		return err
 	}
 	if o.Selector != "" && len(o.Names) > 0 {
-		return cli.UsageErrorf("-l selects spokes: name them or select them, not both")
+		return exitcode.UsageErrorf("-l selects spokes: name them or select them, not both")
 	}
 	return o.Output.Validate()
 }

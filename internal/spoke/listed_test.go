@@ -9,6 +9,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // list reads only the fields a row shows; every one of them must still
@@ -61,7 +62,7 @@ func listAsJSON(t *testing.T, srv *clitest.APIServer) SpokeList {
 	t.Helper()
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	got := cli.Execute(NewCmdSpoke(streams), []string{"list", "-n", "mural-system", "-o", "json", "--kubeconfig", srv.Kubeconfig}, streams)
-	assert.Equal(t, got, cli.ExitOK, errOut.String())
+	assert.Equal(t, got, exitcode.OK, errOut.String())
 	var list SpokeList
 	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
 	return list

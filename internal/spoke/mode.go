@@ -12,7 +12,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // fleetMode is how the hub's FleetConfig controller runs.
@@ -41,7 +41,7 @@ func (h *Hub) FleetMode(ctx context.Context) (fleetMode, error) {
 	case apierrors.IsNotFound(err):
 		return modeUnified, nil
 	}
-	return "", cli.Refusedf("cannot tell whether the hub's FleetConfig controller runs in addon mode (reading ClusterManagementAddOn %s: %w); nothing was changed: a Spoke must list the agent add-on in addon mode and must not in unified mode",
+	return "", exitcode.RefusedErrorf("cannot tell whether the hub's FleetConfig controller runs in addon mode (reading ClusterManagementAddOn %s: %w); nothing was changed: a Spoke must list the agent add-on in addon mode and must not in unified mode",
 		fleetconfig.AgentAddOn, err)
 }
 

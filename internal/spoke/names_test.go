@@ -11,10 +11,11 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "RFC 1123 label",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "RFC 1123 label",
 		[]string{"status", "../x"},
 		[]string{"status", "a/b"},
 		[]string{"remove", "UPPER", "--dry-run=client"},
@@ -27,7 +28,7 @@ func TestBadNamesAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 		[]string{"status", "spoke-1", "-n", "Bad NS"},
 		[]string{"remove", "spoke-1", "-n", "../kube-system"},
 	)
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "RFC 1123 subdomain",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "RFC 1123 subdomain",
 		[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "k", "--secret", "../other"},
 	)
 }
@@ -64,9 +65,9 @@ func TestEveryCommandPrintsInEveryFormat(t *testing.T) {
 }
 
 func TestListSelectorsAreCheckedBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "-l selects spokes: name them or select them, not both",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "-l selects spokes: name them or select them, not both",
 		[]string{"get", "spoke-1", "-l", "team=ml"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, `invalid --selector "a in (b"`,
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, `invalid --selector "a in (b"`,
 		[]string{"list", "-l", "a in (b"})
 }
 
@@ -76,26 +77,26 @@ func TestUnreachableServerAndMissingCRDSayWhich(t *testing.T) {
 	kc := clitest.UnreachableKubeconfig(t)
 	for _, args := range [][]string{{"list"}, {"status", "spoke-1"}, {"list", "-n", "fleet"}} {
 		code, _, stderr := clitest.RunCommand(NewCmdSpoke, append(args, "--kubeconfig", kc)...)
-		assert.Check(t, is.Equal(code, cli.ExitFailed), "%q: %s", args, stderr)
+		assert.Check(t, is.Equal(code, exitcode.Failed), "%q: %s", args, stderr)
 		assert.Check(t, is.Contains(stderr, "cannot reach the API server"), "%q", args)
 	}
 	srv := clitest.NewAPIServer(t)
 	notFound := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"the server could not find the requested resource"}`
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/fleet/spokes", 404, notFound)
 	code, _, stderr := clitest.RunCommand(NewCmdSpoke, "list", "-n", "fleet", "--kubeconfig", srv.Kubeconfig)
-	assert.Check(t, is.Equal(code, cli.ExitFailed), stderr)
+	assert.Check(t, is.Equal(code, exitcode.Failed), stderr)
 	assert.Check(t, is.Contains(stderr, "does not serve"), stderr)
 	assert.Check(t, !strings.Contains(stderr, "cannot reach"), stderr)
 }
 
 // set's FIELD=VALUE arguments are input: checked in Validate, before any request.
 func TestSetAssignmentsAreCheckedBeforeAnyRequest(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "=3",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "=3",
 		[]string{"set", "spoke-1", "=3"})
 }
 
 // force-remove takes the values file like remove does: one of the two flags.
 func TestForceRemoveTakesOneValuesFile(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--values and --helmrelease",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "--values and --helmrelease",
 		[]string{"force-remove", "spoke-3", "--yes", "--values", "v.yaml", "--helmrelease", "hr.yaml"})
 }

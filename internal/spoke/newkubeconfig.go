@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -30,11 +30,11 @@ func (n *newKubeconfig) addFlags(cmd *cobra.Command, usage string) {
 // read loads the file and checks its credential against now.
 func (n *newKubeconfig) read(now time.Time) error {
 	if n.MinLifetime < 0 {
-		return cli.UsageErrorf("--min-credential-lifetime must not be negative")
+		return exitcode.UsageErrorf("--min-credential-lifetime must not be negative")
 	}
 	kc, err := kubeconfig.Load(n.File)
 	if err != nil {
-		return cli.Refusedf("%w; nothing was changed", err)
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if n.credential, err = kc.Credential(now, n.MinLifetime); err != nil {
 		return n.refused(err)
@@ -46,5 +46,5 @@ func (n *newKubeconfig) read(now time.Time) error {
 // refused is err, a check of the new kubeconfig that failed, as a refusal
 // that names the file.
 func (n *newKubeconfig) refused(err error) error {
-	return cli.Refusedf("%s: %w; nothing was changed", n.File, err)
+	return exitcode.RefusedErrorf("%s: %w; nothing was changed", n.File, err)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // A cluster joined out of band has a ManagedCluster and no Spoke: someone
@@ -81,7 +81,7 @@ func outOfBandRefusal(mc *ocm.ManagedCluster, namespace, note string) error {
 	if note != "" {
 		msg += "\n" + note
 	}
-	return cli.Refused(fmt.Errorf("%s", msg))
+	return exitcode.RefusedError(fmt.Errorf("%s", msg))
 }
 
 // outOfBandCluster reads the ManagedCluster called name, for a name that no
@@ -115,7 +115,7 @@ func (h *Hub) RefuseOutOfBand(ctx context.Context, name string) error {
 	mc, note, err := h.outOfBandCluster(ctx, name)
 	switch {
 	case err != nil:
-		return cli.Refusedf("%w; nothing was changed", err)
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	case mc != nil && mc.DeletionTimestamp == nil:
 		return outOfBandRefusal(mc, h.Namespace, note)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // joinedOutOfBand is a ManagedCluster that `clusteradm join
@@ -84,7 +85,7 @@ func TestOutOfBandStatus(t *testing.T) {
 func TestOutOfBandRefusal(t *testing.T) {
 	mc := joinedOutOfBand("edge-9")
 	err := outOfBandRefusal(&mc, "mural-system", "")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	golden.Assert(t, err.Error(), "refusal-out-of-band.golden")
 }
 
@@ -151,7 +152,7 @@ func TestListShowsOutOfBandClustersInTheFleetNamespace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := hubWithOutOfBandCluster(t, tc.hub)
 			code, out, errOut := run(srv, append([]string{"list", "-o", "json"}, tc.args...)...)
-			assert.Equal(t, code, cli.ExitOK, errOut)
+			assert.Equal(t, code, exitcode.OK, errOut)
 			var list SpokeList
 			assert.NilError(t, json.Unmarshal([]byte(out), &list))
 			var names []string
@@ -169,28 +170,28 @@ func TestListShowsOutOfBandClustersInTheFleetNamespace(t *testing.T) {
 	srv := hubWithOutOfBandCluster(t, true)
 	srv.Respond("GET "+releasePath+"/hubs", 503, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`)
 	code, out, errOut := run(srv, "list", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Contains(errOut, "Warning: clusters joined out of band are not shown"))
 	assert.Check(t, is.Contains(out, "spoke-1"))
 	assert.Check(t, !strings.Contains(out, "edge-9"), out)
 
 	srv = hubWithOutOfBandCluster(t, true)
 	code, out, errOut = run(srv, "get", "edge-9", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+True\s+True\s+`, out))
 }
 
 func TestStatusReportsAnOutOfBandCluster(t *testing.T) {
 	srv := hubWithOutOfBandCluster(t, true)
 	code, out, errOut := run(srv, "status", "edge-9", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Regexp(`spoke\s+none: joined out of band`, out))
 	assert.Check(t, is.Regexp(`managed cluster\s+joined True, available True`, out))
 	assert.Check(t, is.Regexp(`brush-ignore\s+true`, out))
 	assert.Check(t, is.Regexp(`blocking ManifestWorks\s+hand-made`, out))
 
 	code, out, errOut = run(srv, "status", "edge-9", "-n", "mural-system", "-o", "yaml")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Contains(out, "outOfBand: true"))
 	assert.Check(t, is.Contains(out, "brushIgnore: true"))
 }
@@ -204,7 +205,7 @@ func TestRemoveRefusesAnOutOfBandCluster(t *testing.T) {
 	} {
 		srv := hubWithOutOfBandCluster(t, true)
 		code, out, errOut := run(srv, append(args, "-n", "mural-system")...)
-		assert.Equal(t, code, cli.ExitRefused, "%v: %s", args, errOut)
+		assert.Equal(t, code, exitcode.Refused, "%v: %s", args, errOut)
 		assert.Equal(t, out, "")
 		assert.Check(t, is.Contains(errOut, "edge-9 was joined out of band (clusteradm join, with brush-ignore=true)"))
 		assert.Check(t, is.Contains(errOut, "nothing was changed"))
@@ -223,10 +224,10 @@ func TestOutOfBandLooksForTheSpokeElsewhere(t *testing.T) {
 	srv.Respond("GET "+spokesPath, 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[
 		{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"edge-9","namespace":"fleet-b"}}]}`)
 	code, _, errOut := run(srv, "remove", "edge-9", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitRefused, errOut)
+	assert.Equal(t, code, exitcode.Refused, errOut)
 	assert.Check(t, is.Contains(errOut, "the Spoke edge-9 is in namespace fleet-b; run this again with -n fleet-b"))
 	code, _, errOut = run(srv, "status", "edge-9", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitFailed, errOut)
+	assert.Equal(t, code, exitcode.Failed, errOut)
 	assert.Check(t, is.Contains(errOut, "-n fleet-b"))
 }
 
@@ -237,10 +238,10 @@ func TestRemoveWithoutSpokeOrClusterIsDone(t *testing.T) {
 	srv.Respond("GET "+releasePath+"/spokes/gone", 404, notFound)
 	srv.Respond("GET "+clustersPath+"/gone", 404, notFound)
 	code, out, errOut := run(srv, "remove", "gone", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Contains(out, "already deleted"))
 	code, _, errOut = run(srv, "status", "gone", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitFailed)
+	assert.Equal(t, code, exitcode.Failed)
 	assert.Check(t, is.Contains(errOut, `spoke "gone" not found in namespace mural-system`))
 
 	// A removed Spoke can go before its ManagedCluster: running remove
@@ -248,6 +249,6 @@ func TestRemoveWithoutSpokeOrClusterIsDone(t *testing.T) {
 	srv.Respond("GET "+clustersPath+"/gone", 200, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster",
 		"metadata":{"name":"gone","deletionTimestamp":"2026-11-30T11:00:00Z","finalizers":["cluster.open-cluster-management.io/api-resource-cleanup"]},"spec":{}}`)
 	code, out, errOut = run(srv, "remove", "gone", "-n", "mural-system")
-	assert.Equal(t, code, cli.ExitOK, errOut)
+	assert.Equal(t, code, exitcode.OK, errOut)
 	assert.Check(t, is.Contains(out, "already deleted"))
 }

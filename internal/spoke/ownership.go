@@ -6,14 +6,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
 // refuseComputePool refuses to touch a Spoke a Compute Pool manages.
 func refuseComputePool(obj metav1.Object) error {
 	if pool := fleetconfig.ComputePoolOf(obj); pool != "" {
-		return cli.Refusedf("spoke %s belongs to Compute Pool %q, which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead", obj.GetName(), pool)
+		return exitcode.RefusedErrorf("spoke %s belongs to Compute Pool %q, which registers and removes it by itself; nothing was changed: change or delete the Compute Pool instead", obj.GetName(), pool)
 	}
 	return nil
 }

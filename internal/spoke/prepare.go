@@ -28,8 +28,11 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // PrepareOptions are the options of `kubectl spoke prepare`.
@@ -142,7 +145,7 @@ func (o *PrepareOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	ns, explicit, err := o.f.Namespace()
 	if err != nil {
-		return cli.Refusedf("%w; nothing was changed", err)
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if explicit {
 		o.names.Namespace = ns
@@ -156,18 +159,18 @@ func (o *PrepareOptions) Validate() error {
 		return err
 	}
 	if o.OutputFile == "" {
-		return cli.UsageErrorf("--output-file is required: the kubeconfig of the prepared identity is written there")
+		return exitcode.UsageErrorf("--output-file is required: the kubeconfig of the prepared identity is written there")
 	}
 	if err := cli.ValidateNames(cli.NamespaceName, o.names.Namespace); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(o.OutputFile); err == nil && !o.Overwrite {
-		return cli.Refusedf("%s exists; nothing was changed: pass --overwrite to replace it, or name another file", o.OutputFile)
+		return exitcode.RefusedErrorf("%s exists; nothing was changed: pass --overwrite to replace it, or name another file", o.OutputFile)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cli.Refusedf("%w; nothing was changed", err)
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if info, err := os.Stat(filepath.Dir(o.OutputFile)); err != nil || !info.IsDir() {
-		return cli.Refusedf("the directory of %s does not exist; nothing was changed", o.OutputFile)
+		return exitcode.RefusedErrorf("the directory of %s does not exist; nothing was changed", o.OutputFile)
 	}
 	return nil
 }
@@ -177,7 +180,7 @@ func (o *PrepareOptions) Validate() error {
 func (o *PrepareOptions) Run(ctx context.Context) error {
 	cfg, err := o.f.ToRESTConfig()
 	if err != nil {
-		return cli.Refusedf("the spoke's kubeconfig: %w; nothing was changed", err)
+		return exitcode.RefusedErrorf("the spoke's kubeconfig: %w; nothing was changed", err)
 	}
 	cluster, err := clusterOf(cfg)
 	if err != nil {
@@ -195,12 +198,12 @@ func (o *PrepareOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun != cli.DryRunClient {
-		missing, err := cli.MissingAccess(ctx, o.client.AuthorizationV1(), plan.access())
+		missing, err := authz.Missing(ctx, o.client.AuthorizationV1(), plan.access())
 		if err != nil {
-			return cli.Refusedf("checking permissions: %w; nothing was changed", err)
+			return exitcode.RefusedErrorf("checking permissions: %w; nothing was changed", err)
 		}
 		if len(missing) > 0 {
-			return cli.Refusedf("the current user may not %s on this cluster; nothing was changed: run prepare with the new spoke's admin kubeconfig", strings.Join(missing, ", "))
+			return exitcode.RefusedErrorf("the current user may not %s on this cluster; nothing was changed: run prepare with the new spoke's admin kubeconfig", strings.Join(missing, ", "))
 		}
 	}
 	p := cli.NewProgress(o.ErrOut)
@@ -281,18 +284,18 @@ func found[T any](obj *T, err error) (*T, error) {
 }
 
 func cannotRead(what string, err error) error {
-	return cli.Refusedf("cannot read %s: %w; nothing was changed", what, err)
+	return exitcode.RefusedErrorf("cannot read %s: %w; nothing was changed", what, err)
 }
 
 // access is what writing the plan needs of the current user.
-func (p *preparePlan) access() []cli.Access {
-	var out []cli.Access
+func (p *preparePlan) access() []authz.Permission {
+	var out []authz.Permission
 	add := func(a objectAction, group, resource, ns, name string) {
 		switch a {
 		case objectCreate:
-			out = append(out, cli.Access{Verb: "create", Group: group, Resource: resource, Namespace: ns})
+			out = append(out, authz.Permission{Verb: "create", Group: group, Resource: resource, Namespace: ns})
 		case objectUpdate:
-			out = append(out, cli.Access{Verb: "update", Group: group, Resource: resource, Namespace: ns, Name: name})
+			out = append(out, authz.Permission{Verb: "update", Group: group, Resource: resource, Namespace: ns, Name: name})
 		}
 	}
 	n := p.Names
@@ -426,13 +429,13 @@ func checkAsAdd(ctx context.Context, path string, p *cli.Progress) (kubeconfig.C
 // CA the admin's kubeconfig uses, inlined.
 func clusterOf(cfg *rest.Config) (*clientcmdapi.Cluster, error) {
 	if cfg.Insecure {
-		return nil, cli.Refusedf("the spoke's kubeconfig does not check the server's certificate (insecure-skip-tls-verify): a kubeconfig written from it would not either; nothing was changed: use one with the cluster's CA")
+		return nil, exitcode.RefusedErrorf("the spoke's kubeconfig does not check the server's certificate (insecure-skip-tls-verify): a kubeconfig written from it would not either; nothing was changed: use one with the cluster's CA")
 	}
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		var err error
-		if ca, _, err = cli.ReadFile(cfg.CAFile, cli.MaxFileSize); err != nil {
-			return nil, cli.Refusedf("the CA of the spoke's kubeconfig: %w; nothing was changed", err)
+		if ca, _, err = localfile.Read(cfg.CAFile, localfile.MaxSize); err != nil {
+			return nil, exitcode.RefusedErrorf("the CA of the spoke's kubeconfig: %w; nothing was changed", err)
 		}
 	}
 	return &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca, TLSServerName: cfg.ServerName}, nil
@@ -477,7 +480,7 @@ func placeFile(path string, data []byte, overwrite bool, check func(tmp string) 
 		err = os.Link(tmp.Name(), path)
 	}
 	if errors.Is(err, os.ErrExist) {
-		return cli.Refusedf("%s was created while this command ran; it was not replaced: pass --overwrite, or name another file", path)
+		return exitcode.RefusedErrorf("%s was created while this command ran; it was not replaced: pass --overwrite, or name another file", path)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

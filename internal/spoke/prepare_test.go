@@ -15,8 +15,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // made are the objects as a first prepare left them.
@@ -92,7 +93,7 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := planPrepare(defaultPrepareNames, tc.facts)
-		assert.Check(t, cli.IsRefused(err), "%s: %v", tc.name, err)
+		assert.Check(t, exitcode.IsRefused(err), "%s: %v", tc.name, err)
 		assert.Check(t, is.ErrorContains(err, tc.want), tc.name)
 		assert.Check(t, is.ErrorContains(err, "nothing was changed"), tc.name)
 	}
@@ -102,12 +103,12 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 // not name.
 func TestPreparedRoleIsTheJoinsNeeds(t *testing.T) {
 	rules := rulesFor(preparedAccess())
-	allows := func(r rbacv1.PolicyRule, a cli.Access) bool {
+	allows := func(r rbacv1.PolicyRule, a authz.Permission) bool {
 		return slices.Contains(r.APIGroups, a.Group) && slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Verbs, a.Verb) &&
 			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name))
 	}
 	for _, a := range preparedAccess() {
-		assert.Check(t, slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return allows(r, a) }), "not granted: %s", cli.DescribeAccess(a))
+		assert.Check(t, slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return allows(r, a) }), "not granted: %s", authz.Describe(a))
 	}
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
@@ -118,7 +119,7 @@ func TestPreparedRoleIsTheJoinsNeeds(t *testing.T) {
 						names = []string{""}
 					}
 					for _, n := range names {
-						assert.Check(t, slices.ContainsFunc(preparedAccess(), func(a cli.Access) bool {
+						assert.Check(t, slices.ContainsFunc(preparedAccess(), func(a authz.Permission) bool {
 							return a.Group == g && a.Resource == res && a.Verb == v && a.Name == n
 						}), "granted beyond the needs: %s %s.%s %q", v, res, g, n)
 					}
@@ -139,7 +140,7 @@ func TestPlaceFile(t *testing.T) {
 	assert.Check(t, is.Equal(info.Mode().Perm(), os.FileMode(0o600)))
 
 	err = placeFile(path, []byte("second"), false, ok)
-	assert.Check(t, cli.IsRefused(err), "%v", err)
+	assert.Check(t, exitcode.IsRefused(err), "%v", err)
 	assert.Check(t, is.Equal(readString(t, path), "first"), "never over an existing file")
 
 	failed := errors.New("the check failed")
@@ -165,8 +166,8 @@ func TestPrepareRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "existing.kubeconfig")
 	assert.NilError(t, os.WriteFile(existing, []byte("keep"), 0o600))
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--output-file is required", []string{"prepare"})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitRefused, existing+" exists; nothing was changed: pass --overwrite", []string{"prepare", "--output-file", existing})
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitRefused, "does not exist", []string{"prepare", "--output-file", filepath.Join(dir, "missing", "x")})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "--output-file is required", []string{"prepare"})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Refused, existing+" exists; nothing was changed: pass --overwrite", []string{"prepare", "--output-file", existing})
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Refused, "does not exist", []string{"prepare", "--output-file", filepath.Join(dir, "missing", "x")})
 	assert.Check(t, is.Equal(readString(t, existing), "keep"))
 }

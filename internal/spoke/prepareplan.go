@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/authz"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -31,14 +32,14 @@ var defaultPrepareNames = prepareNames{Namespace: "spokekit-system", ServiceAcco
 // identityReads are what add and rotate-kubeconfig read with a spoke's
 // kubeconfig besides the join: the kube-system namespace's UID, and the
 // id.k8s.io ClusterClaim (when the stored kubeconfig was purged).
-var identityReads = []cli.Access{
+var identityReads = []authz.Permission{
 	{Verb: "get", Resource: "namespaces", Name: "kube-system"},
 	{Verb: "get", Group: ocm.ClusterClaimResource.Group, Resource: ocm.ClusterClaimResource.Resource, Name: ocm.ClusterIDClaim},
 }
 
 // preparedAccess is all the prepared identity may do: the join's needs, the
 // very list add checks, and the identity reads.
-func preparedAccess() []cli.Access {
+func preparedAccess() []authz.Permission {
 	return slices.Concat(kubeconfig.JoinPermissions, identityReads)
 }
 
@@ -92,7 +93,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 		p.Namespace = objectWrite[*corev1.Namespace]{objectCreate, &corev1.Namespace{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: n.Namespace, Labels: labels()}}}
 	case ns.DeletionTimestamp != nil:
-		return nil, cli.Refusedf("namespace %s is being deleted; nothing was changed: wait until it is gone, or pick another with -n", n.Namespace)
+		return nil, exitcode.RefusedErrorf("namespace %s is being deleted; nothing was changed: wait until it is gone, or pick another with -n", n.Namespace)
 	default:
 		// Any namespace may hold the ServiceAccount; it is not changed.
 		p.Namespace = objectWrite[*corev1.Namespace]{objectUnchanged, ns}
@@ -135,7 +136,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	case refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta) != nil:
 		return nil, refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta)
 	case b.RoleRef != roleRef:
-		return nil, cli.Refusedf("clusterrolebinding %s binds %s %s, and a binding's role cannot change; nothing was changed: delete it (kubectl delete clusterrolebinding %s) and run this again", n.Role, b.RoleRef.Kind, b.RoleRef.Name, n.Role)
+		return nil, exitcode.RefusedErrorf("clusterrolebinding %s binds %s %s, and a binding's role cannot change; nothing was changed: delete it (kubectl delete clusterrolebinding %s) and run this again", n.Role, b.RoleRef.Kind, b.RoleRef.Name, n.Role)
 	case equality.Semantic.DeepEqual(b.Subjects, subjects):
 		p.Binding = objectWrite[*rbacv1.ClusterRoleBinding]{objectUnchanged, b}
 	default:
@@ -158,7 +159,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	case refuseForeign("secret "+n.Namespace+"/"+n.Token, t.ObjectMeta) != nil:
 		return nil, refuseForeign("secret "+n.Namespace+"/"+n.Token, t.ObjectMeta)
 	case t.Type != corev1.SecretTypeServiceAccountToken || t.Annotations[corev1.ServiceAccountNameKey] != n.ServiceAccount:
-		return nil, cli.Refusedf("secret %s/%s is not the token of serviceaccount %s (type %s); nothing was changed: delete it and run this again", n.Namespace, n.Token, n.ServiceAccount, t.Type)
+		return nil, exitcode.RefusedErrorf("secret %s/%s is not the token of serviceaccount %s (type %s); nothing was changed: delete it and run this again", n.Namespace, n.Token, n.ServiceAccount, t.Type)
 	default:
 		// The token already given out stays valid: re-running reuses it.
 		p.Token = objectWrite[*corev1.Secret]{objectUnchanged, t}
@@ -171,11 +172,11 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 func refuseForeign(what string, m metav1.ObjectMeta) error {
 	for k, v := range ManagedByLabel {
 		if m.Labels[k] != v {
-			return cli.Refusedf("%s exists and was not made by kubectl spoke prepare (no label %s=%s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, k, v)
+			return exitcode.RefusedErrorf("%s exists and was not made by kubectl spoke prepare (no label %s=%s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, k, v)
 		}
 	}
 	if m.DeletionTimestamp != nil {
-		return cli.Refusedf("%s is being deleted; nothing was changed: run this again once it is gone", what)
+		return exitcode.RefusedErrorf("%s is being deleted; nothing was changed: run this again once it is gone", what)
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func refuseForeign(what string, m metav1.ObjectMeta) error {
 // per resource and set of verbs, limited to the names the needs name. A
 // need in a namespace is granted in every namespace: the join's namespaces
 // do not exist before the join, and unjoin deletes them with any Role in them.
-func rulesFor(needs []cli.Access) []rbacv1.PolicyRule {
+func rulesFor(needs []authz.Permission) []rbacv1.PolicyRule {
 	type object struct{ group, resource, name string }
 	verbs := map[object][]string{}
 	for _, a := range needs {

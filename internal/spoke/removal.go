@@ -14,7 +14,9 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -157,7 +159,7 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 	if f := in.File; f != nil {
 		edited, changed, err := values.Remove(f.Data, f.Kind, in.Name)
 		if err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", f.Path, err)
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.Path, err)
 		}
 		p.File, p.ValuesPath, p.Values = f, f.Path, entryRemovalNoEntry
 		if changed {
@@ -207,7 +209,7 @@ func forceDeletePatch(s *fleetconfig.Spoke) []api.PatchOp {
 }
 
 // access is what applying the plan needs on the hub.
-func (p *removalPlan) access(h *Hub) []cli.Access {
+func (p *removalPlan) access(h *Hub) []authz.Permission {
 	var verbs []string
 	if p.ForceDelete == annotationSet {
 		verbs = append(verbs, "patch")
@@ -215,7 +217,7 @@ func (p *removalPlan) access(h *Hub) []cli.Access {
 	if p.Deletion == deletionDelete {
 		verbs = append(verbs, "delete")
 	}
-	var out []cli.Access
+	var out []authz.Permission
 	if len(verbs) > 0 {
 		out = h.spokeAccess(verbs...)
 	}

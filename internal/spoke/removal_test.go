@@ -16,7 +16,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -132,7 +132,7 @@ func TestPlanRemovalRefusesAFileItCannotEdit(t *testing.T) {
 		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: [{name: spoke-1}]\n")}})
 	assert.ErrorContains(t, err, "v.yaml: fleetConfig.spokes is written in flow style")
 	assert.ErrorContains(t, err, "nothing was changed")
-	assert.Check(t, cli.IsRefused(err))
+	assert.Check(t, exitcode.IsRefused(err))
 }
 
 // Removing hub-as-spoke (by name or in-cluster credentials) names what it

@@ -14,6 +14,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // RemoveOptions are the options of `kubectl spoke remove`.
@@ -101,7 +102,7 @@ func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) (
 	}
 	b, err := hub.removalBlockers(ctx, s, works)
 	if err != nil {
-		return nil, cli.Refusedf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
+		return nil, exitcode.RefusedErrorf("%w; nothing was changed: cannot tell whether the placement works would leave", err)
 	}
 	return nil, b.Refusal(s.Name)
 }

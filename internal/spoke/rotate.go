@@ -16,7 +16,9 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -119,7 +121,7 @@ func (o *RotateOptions) Validate() error {
 		}
 	}
 	if (o.ValuesFile != "" || o.ReleaseFile != "") && o.Secret == "" {
-		return cli.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
+		return exitcode.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
 	}
 	// The local files last: a usage error is reported before a file's.
 	if err := o.Kubeconfig.read(time.Now()); err != nil {
@@ -182,10 +184,10 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 	if file := f.File; file != nil {
 		edited, changed, err := values.SetSecret(file.Data, file.Kind, o.Name, o.Secret)
 		if errors.Is(err, values.ErrNoEntry) {
-			return nil, cli.Refusedf("%s has %w; nothing was changed: give the file that holds the spoke's entry, or leave --values/--helmrelease out", file.Path, err)
+			return nil, exitcode.RefusedErrorf("%s has %w; nothing was changed: give the file that holds the spoke's entry, or leave --values/--helmrelease out", file.Path, err)
 		}
 		if err != nil {
-			return nil, cli.Refusedf("%s: %w; nothing was changed", file.Path, err)
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", file.Path, err)
 		}
 		p.File, p.ListPath, p.Values = file, file.Kind.ListPath(), repointPresent
 		if changed {
@@ -278,7 +280,7 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 	}
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
-		return nil, nil, cli.Refusedf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
+		return nil, nil, exitcode.RefusedErrorf("spoke %s uses in-cluster credentials, there is no kubeconfig to rotate; nothing was changed", o.Name)
 	}
 	kc, newCred := o.Kubeconfig.kc, o.Kubeconfig.credential
 	newID, err := kc.Reach(ctx)
@@ -290,12 +292,12 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 		return nil, nil, noSecretToRotate(s)
 	}
 	if err != nil {
-		return nil, nil, cli.Refusedf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
+		return nil, nil, exitcode.RefusedErrorf("%w, so there is nothing to compare the new kubeconfig with; nothing was changed", err)
 	}
 	oldCred, _ := old.Credential(time.Now(), 0)
 	same, by := reachOrOffline(ctx, old).SameAs(newID)
 	if !same {
-		return nil, nil, cli.Refusedf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.Kubeconfig.File, o.Name, by)
+		return nil, nil, exitcode.RefusedErrorf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.Kubeconfig.File, o.Name, by)
 	}
 	f := &rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
 	if o.Secret != "" && o.Secret != ref.Name {
@@ -324,20 +326,20 @@ func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *Rota
 func noSecretToRotate(s *fleetconfig.Spoke) error {
 	ref := s.Spec.Kubeconfig.SecretReference.Name
 	if c := missingSecret(s); c.Purged {
-		return cli.Refusedf("spoke %s's kubeconfig secret %s was purged once the agent on the spoke took it over (cleanupConfig.purgeKubeconfigSecret): the hub uses no stored kubeconfig for it any more, so there is nothing to rotate; nothing was changed. To keep one anyway: kubectl spoke set %s cleanupConfig.purgeKubeconfigSecret=false, then kubectl spoke add %s --spoke-kubeconfig FILE (it proves the cluster is the same before storing it)",
+		return exitcode.RefusedErrorf("spoke %s's kubeconfig secret %s was purged once the agent on the spoke took it over (cleanupConfig.purgeKubeconfigSecret): the hub uses no stored kubeconfig for it any more, so there is nothing to rotate; nothing was changed. To keep one anyway: kubectl spoke set %s cleanupConfig.purgeKubeconfigSecret=false, then kubectl spoke add %s --spoke-kubeconfig FILE (it proves the cluster is the same before storing it)",
 			s.Name, ref, s.Name, s.Name)
 	}
-	return cli.Refusedf("spoke %s's kubeconfig secret %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: store it with kubectl spoke add %s --spoke-kubeconfig FILE, which proves the cluster is the same another way (its id.k8s.io cluster claim)",
+	return exitcode.RefusedErrorf("spoke %s's kubeconfig secret %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: store it with kubectl spoke add %s --spoke-kubeconfig FILE, which proves the cluster is the same another way (its id.k8s.io cluster claim)",
 		s.Name, ref, s.Name)
 }
 
 // access is what applying the plan needs on the hub.
-func (p *rotatePlan) access(hub *Hub) []cli.Access {
+func (p *rotatePlan) access(hub *Hub) []authz.Permission {
 	verb := "update"
 	if p.Secret.Existing == nil {
 		verb = "create"
 	}
-	out := []cli.Access{hub.secretAccess(verb, p.Secret.Name)}
+	out := []authz.Permission{hub.secretAccess(verb, p.Secret.Name)}
 	if p.Patch != nil {
 		out = append(out, hub.spokeAccess("patch")...)
 	}
@@ -387,10 +389,10 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig
 	what := fmt.Sprintf("secret %s/%s exists and is not spoke %s's", hub.Namespace, o.Secret, o.Name)
 	kc, err := kubeconfig.FromSecret(sec, fleetconfig.DefaultKubeconfigKey)
 	if err != nil {
-		return nil, cli.Refusedf("%s, and it holds no kubeconfig this command can read (%w); %s", what, err, next)
+		return nil, exitcode.RefusedErrorf("%s, and it holds no kubeconfig this command can read (%w); %s", what, err, next)
 	}
 	if same, by := reachOrOffline(ctx, kc).SameAs(id); !same {
-		return nil, cli.Refusedf("%s, and its kubeconfig reaches another cluster (different %s); %s", what, by, next)
+		return nil, exitcode.RefusedErrorf("%s, and its kubeconfig reaches another cluster (different %s); %s", what, by, next)
 	}
 	return sec, nil
 }

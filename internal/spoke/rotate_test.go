@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -51,7 +52,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv, _ := rotatingFleet(t)
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/db-password", 200, secretJSON("db-password", []byte("hunter2")))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "db-password")
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "secret mural-system/db-password exists"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
@@ -59,7 +60,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv, kc := rotatingFleet(t, fmt.Sprintf(spokeJSON, "spoke-9", "spoke-9", "shared-kubeconfig"))
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/shared-kubeconfig", 200, secretJSON("shared-kubeconfig", kc))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "shared-kubeconfig")
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "is the kubeconfig of spoke spoke-9"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
@@ -67,7 +68,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv, kc := rotatingFleet(t)
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/hub-kubeconfig", 200, secretJSON("hub-kubeconfig", kc))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "hub-kubeconfig")
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "is the kubeconfig of Hub hub"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
@@ -76,7 +77,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-9-kubeconfig", 404, notFound)
 		srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, secretJSON("spoke-9-kubeconfig", nil))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-9-kubeconfig")
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "is the kubeconfig of spoke spoke-9"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
@@ -85,7 +86,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv, _ := rotatingFleet(t, hosted)
 		srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-8-managed", 404, notFound)
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-8-managed")
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "is the managedClusterKubeconfig of spoke spoke-8"))
 		assert.Check(t, is.Len(writes(srv), 0))
 	})
@@ -95,7 +96,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, secretJSON("spoke-1-kubeconfig-2027", nil))
 		srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-kubeconfig-2027"))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-kubeconfig-2027")
-		assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+		assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 		assert.Check(t, is.DeepEqual(writes(srv), []string{
 			"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke",
 			"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke",
@@ -107,7 +108,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 		srv.Respond("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-old", 200, secretJSON("spoke-1-old", kc))
 		srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-old"))
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-old")
-		assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+		assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 		assert.Check(t, is.DeepEqual(writes(srv), []string{
 			"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-old?fieldManager=kubectl-spoke",
 			"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke",
@@ -122,7 +123,7 @@ func TestRotateOfAPurgedSecret(t *testing.T) {
 		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"cleanupConfig":{"purgeKubeconfigSecret":true}},"status":{"conditions":[{"type":"PivotComplete","status":"True","wantStatus":"True","reason":"ReconcileSuccess","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
 	code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
-	assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 	assert.Check(t, is.Contains(errOut, "was purged once the agent on the spoke took it over"))
 	assert.Check(t, is.Contains(errOut, "nothing to rotate"))
 	assert.Check(t, is.Len(writes(srv), 0))
@@ -171,7 +172,7 @@ func rotateValuesFile(t *testing.T, data string) string {
 
 func TestRotateWithValues(t *testing.T) {
 	t.Run("--values without --secret is a usage error", func(t *testing.T) {
-		clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitUsage, "--values and --helmrelease go with --secret",
+		clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "--values and --helmrelease go with --secret",
 			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--values", "v.yaml"},
 			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--helmrelease", "v.yaml"})
 	})
@@ -181,7 +182,7 @@ func TestRotateWithValues(t *testing.T) {
 		other := strings.Replace(planValues, "name: spoke-1\n", "name: spoke-9\n", 1)
 		file := rotateValuesFile(t, other)
 		code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-2027", "--values", file)
-		assert.Check(t, is.Equal(code, cli.ExitRefused), errOut)
+		assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
 		assert.Check(t, is.Contains(errOut, "has no entry for spoke-1 in fleetConfig.spokes (entries: spoke-9); nothing was changed"))
 		assert.Check(t, is.Len(writes(srv), 0))
 		data, err := os.ReadFile(file)
@@ -196,7 +197,7 @@ func TestRotateWithValues(t *testing.T) {
 			srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, fmt.Sprintf(spokeJSON, "spoke-1", "spoke-1", "spoke-1-2027"))
 			file := rotateValuesFile(t, planValues)
 			code, out, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--secret", "spoke-1-2027", "--values", file, "--dry-run="+dry, "-o", "jsonpath={.values}")
-			assert.Check(t, is.Equal(code, cli.ExitOK), errOut)
+			assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 			data, err := os.ReadFile(file)
 			assert.NilError(t, err)
 			if dry == "client" {
@@ -221,7 +222,7 @@ func TestRotateInPlaceConflict(t *testing.T) {
 	srv.Respond("PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 409,
 		`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409,"message":"the object has been modified"}`)
 	code, out, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
-	assert.Check(t, is.Equal(code, cli.ExitFailed), errOut)
+	assert.Check(t, is.Equal(code, exitcode.Failed), errOut)
 	assert.Check(t, is.Contains(errOut, "secret mural-system/spoke-1-kubeconfig was created or changed by someone else while this command ran; nothing was changed"))
 	assert.Check(t, is.Equal(out, ""))
 	assert.Check(t, is.DeepEqual(writes(srv), []string{"PUT /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig?fieldManager=kubectl-spoke"}))

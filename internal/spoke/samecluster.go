@@ -12,7 +12,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -31,11 +31,11 @@ func (h *Hub) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, kc *ku
 	case err == nil:
 		same, by := reachOrOffline(ctx, old).SameAs(id)
 		if !same {
-			return "", cli.Refusedf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", s.Name, by)
+			return "", exitcode.RefusedErrorf("spoke %s already exists for another cluster (different %s); nothing was changed: pick another name", s.Name, by)
 		}
 		return by, nil
 	case errors.As(err, &status):
-		return "", cli.Refusedf("cannot tell whether spoke %s is this cluster: %w; nothing was changed", s.Name, err)
+		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is this cluster: %w; nothing was changed", s.Name, err)
 	}
 	// The stored kubeconfig is gone or unusable: it proves nothing.
 	why := fmt.Sprintf("its stored kubeconfig cannot be compared (%v)", err)
@@ -44,22 +44,22 @@ func (h *Hub) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, kc *ku
 	}
 	mc, err := h.ManagedCluster(ctx, s.Name)
 	if err != nil {
-		return "", cli.Refusedf("cannot tell whether spoke %s is this cluster: %s, and %w; nothing was changed", s.Name, why, err)
+		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is this cluster: %s, and %w; nothing was changed", s.Name, why, err)
 	}
 	want := ""
 	if mc != nil {
 		want = mc.Claim(ocm.ClusterIDClaim)
 	}
 	if want == "" {
-		return "", cli.Refusedf("spoke %s already exists and nothing on the hub shows it is the cluster %s reaches: %s, and its ManagedCluster reports no %s cluster claim; nothing was changed: pick another name, or create the ClusterClaim %s on that spoke cluster (its agent reports it to the hub) and run this again",
+		return "", exitcode.RefusedErrorf("spoke %s already exists and nothing on the hub shows it is the cluster %s reaches: %s, and its ManagedCluster reports no %s cluster claim; nothing was changed: pick another name, or create the ClusterClaim %s on that spoke cluster (its agent reports it to the hub) and run this again",
 			s.Name, kc.Server, why, ocm.ClusterIDClaim, ocm.ClusterIDClaim)
 	}
 	got, err := clusterIDClaim(ctx, kc)
 	if err != nil {
-		return "", cli.Refusedf("cannot tell whether spoke %s is the cluster %s reaches: %s, and that cluster's %s ClusterClaim cannot be read: %w; nothing was changed", s.Name, kc.Server, why, ocm.ClusterIDClaim, err)
+		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is the cluster %s reaches: %s, and that cluster's %s ClusterClaim cannot be read: %w; nothing was changed", s.Name, kc.Server, why, ocm.ClusterIDClaim, err)
 	}
 	if got != want {
-		return "", cli.Refusedf("spoke %s already exists for another cluster (its ManagedCluster's %s claim differs from the one of the cluster %s reaches); nothing was changed: pick another name", s.Name, ocm.ClusterIDClaim, kc.Server)
+		return "", exitcode.RefusedErrorf("spoke %s already exists for another cluster (its ManagedCluster's %s claim differs from the one of the cluster %s reaches); nothing was changed: pick another name", s.Name, ocm.ClusterIDClaim, kc.Server)
 	}
 	return "cluster claim " + ocm.ClusterIDClaim, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // secretUsers names what, besides spoke's own kubeconfig reference, uses
@@ -43,10 +43,10 @@ func (h *Hub) secretUsers(ctx context.Context, name, spoke string) ([]string, er
 func (h *Hub) refuseSecretInUse(ctx context.Context, name, spoke, next string) error {
 	users, err := h.secretUsers(ctx, name, spoke)
 	if err != nil {
-		return cli.Refusedf("whether anything else uses secret %s/%s cannot be checked: %w; %s", h.Namespace, name, err, next)
+		return exitcode.RefusedErrorf("whether anything else uses secret %s/%s cannot be checked: %w; %s", h.Namespace, name, err, next)
 	}
 	if len(users) > 0 {
-		return cli.Refusedf("secret %s/%s is %s; %s", h.Namespace, name, strings.Join(users, " and "), next)
+		return exitcode.RefusedErrorf("secret %s/%s is %s; %s", h.Namespace, name, strings.Join(users, " and "), next)
 	}
 	return nil
 }

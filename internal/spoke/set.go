@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // MutableFields are the Spoke spec fields set may change (the FleetConfig
@@ -51,14 +52,14 @@ func ParseAssignments(args []string) ([]Assignment, error) {
 	for _, arg := range args {
 		path, raw, err := splitAssignment(arg)
 		if err != nil {
-			return nil, cli.UsageErrorf("%q is not FIELD=VALUE: %v", arg, err)
+			return nil, exitcode.UsageErrorf("%q is not FIELD=VALUE: %v", arg, err)
 		}
 		if len(path) > 1 && path[0] == "spec" {
 			path = path[1:]
 		}
 		var v any
 		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-			return nil, cli.UsageErrorf("the value of %s is not YAML: %v", FormatPath(path), err)
+			return nil, exitcode.UsageErrorf("the value of %s is not YAML: %v", FormatPath(path), err)
 		}
 		out = append(out, Assignment{Path: path, Value: v})
 	}
@@ -81,7 +82,7 @@ func refuseImmutable(name string, as []Assignment) error {
 	var bad []string
 	for _, a := range as {
 		if a.Path[0] == credentialField {
-			return cli.Refusedf("spoke %s: %s holds the spoke's credentials, which only rotate-kubeconfig changes, after it proved the new ones reach the same cluster; nothing was changed: run kubectl spoke rotate-kubeconfig %s --spoke-kubeconfig FILE",
+			return exitcode.RefusedErrorf("spoke %s: %s holds the spoke's credentials, which only rotate-kubeconfig changes, after it proved the new ones reach the same cluster; nothing was changed: run kubectl spoke rotate-kubeconfig %s --spoke-kubeconfig FILE",
 				name, a.Field(), name)
 		}
 		if !Mutable(a.Path) {
@@ -91,7 +92,7 @@ func refuseImmutable(name string, as []Assignment) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return cli.Refusedf("spoke %s: %s cannot change once the spoke exists (only %s can); nothing was changed: remove the spoke (kubectl spoke remove %s) and add it again with the new configuration",
+	return exitcode.RefusedErrorf("spoke %s: %s cannot change once the spoke exists (only %s can); nothing was changed: remove the spoke (kubectl spoke remove %s) and add it again with the new configuration",
 		name, strings.Join(bad, ", "), strings.Join(MutableFields, ", "), name)
 }
 

@@ -6,8 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestSetKeysWithDots(t *testing.T) {
@@ -36,12 +36,12 @@ func TestSetKeysWithDots(t *testing.T) {
 
 	for _, bad := range []string{`a["b"]c=1`, `a[0]=1`, `a["b=1`, `a[""]=1`, `a\`, `a.=1`, `.a=1`, `a[b=1`} {
 		_, err := ParseAssignments([]string{bad})
-		assert.Equal(t, cli.ExitCode(err), cli.ExitUsage, bad)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, bad)
 	}
 }
 
 func TestSetRefusesCredentials(t *testing.T) {
-	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, cli.ExitRefused, "kubectl spoke rotate-kubeconfig spoke-1",
+	clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Refused, "kubectl spoke rotate-kubeconfig spoke-1",
 		[]string{"set", "spoke-1", "kubeconfig.secretReference.name=other-kubeconfig"},
 		[]string{"set", "spoke-1", "spec.kubeconfig={inCluster: true}"},
 		[]string{"set", "spoke-1", "logVerbosity=4", `kubeconfig["context"]=x`},

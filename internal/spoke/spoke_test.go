@@ -14,6 +14,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -150,11 +151,11 @@ func TestSetFields(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Check(t, !Mutable(as[0].Path), f)
 		err = refuseImmutable("s", as)
-		assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+		assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	}
 	for _, bad := range []string{"noequals", "=3", "a..b=1", "timeout=[unclosed"} {
 		_, err := ParseAssignments([]string{bad})
-		assert.Equal(t, cli.ExitCode(err), cli.ExitUsage, bad)
+		assert.Equal(t, exitcode.Of(err), exitcode.Usage, bad)
 	}
 }
 
@@ -225,7 +226,7 @@ func TestComputePoolOwnership(t *testing.T) {
 		s.OwnerReferences = []metav1.OwnerReference{{Kind: fleetconfig.ComputePoolKind, Name: "gpu-pool"}}
 	})
 	err := refuseComputePool(&s)
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused)
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
 	assert.ErrorContains(t, err, `Compute Pool "gpu-pool"`)
 	s = newSpoke("pool-2", func(s *fleetconfig.Spoke) { s.Labels = map[string]string{fleetconfig.ComputePoolLabel: "cpu-pool"} })
 	assert.Equal(t, fleetconfig.ComputePoolOf(&s), "cpu-pool")

@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // SpokeStatus is what status prints about one spoke, or about a
@@ -360,7 +361,7 @@ func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*Credential
 	if apierrors.IsForbidden(err) {
 		return &CredentialReport{Problem: "not read: the current user may not read its secret"}, err
 	}
-	if cli.IsRefused(err) {
+	if exitcode.IsRefused(err) {
 		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
 	}
 	if err != nil {

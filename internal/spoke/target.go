@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -57,7 +58,7 @@ func (t *writeTarget) validate() error {
 		return err
 	}
 	if t.ValuesFile != "" && t.ReleaseFile != "" {
-		return cli.UsageErrorf("--values and --helmrelease are two ways to name the file of the spoke's entry: give one")
+		return exitcode.UsageErrorf("--values and --helmrelease are two ways to name the file of the spoke's entry: give one")
 	}
 	return t.Output.Validate()
 }
@@ -81,7 +82,7 @@ func (t *writeTarget) readFile() error {
 	}
 	f, err := values.Read(path, kind)
 	if err != nil {
-		return cli.Refusedf("%w; nothing was changed", err)
+		return exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	t.values = f
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -97,7 +98,7 @@ func (o *ValuesDiffOptions) Validate() error {
 		return err
 	}
 	if (o.ValuesFile == "") == (o.ReleaseFile == "") {
-		return cli.UsageErrorf("give the file to compare: --values FILE or --helmrelease FILE (one of them)")
+		return exitcode.UsageErrorf("give the file to compare: --values FILE or --helmrelease FILE (one of them)")
 	}
 	path, kind := o.ValuesFile, values.HelmValues
 	if o.ReleaseFile != "" {
@@ -179,8 +180,8 @@ func cannotCompare(err error) error {
 	if errors.As(err, &unreachable) {
 		err = fmt.Errorf("cannot reach the API server at %s: %s; check the context (kubectl config current-context) and that the cluster is up", unreachable.Host, err.Error())
 	}
-	if cli.ExitCode(err) == cli.ExitUsage {
+	if exitcode.Of(err) == exitcode.Usage {
 		return err
 	}
-	return cli.Refused(fmt.Errorf("cannot compare: %w", err))
+	return exitcode.RefusedError(fmt.Errorf("cannot compare: %w", err))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -105,7 +106,7 @@ func TestDiffValues(t *testing.T) {
 	assert.NilError(t, cli.WriteTable(&buf, r.table(), true))
 	golden.Assert(t, buf.String(), "values-diff.golden")
 	assert.Check(t, is.DeepEqual(r.ComputePool, []string{"pool-a-1"}))
-	assert.Check(t, is.Equal(cli.ExitCode(r.differ()), cli.ExitFailed))
+	assert.Check(t, is.Equal(exitcode.Of(r.differ()), exitcode.Failed))
 
 	data, err := json.Marshal(r)
 	assert.NilError(t, err)
@@ -127,17 +128,17 @@ func TestDiffValuesInStep(t *testing.T) {
 func TestValuesDiffCannotCompareIsNotDrift(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
 	code, _, stderr := clitest.RunCommand(NewCmdSpoke, "values-diff", "--values", missing, "--kubeconfig", clitest.UnreachableKubeconfig(t))
-	assert.Check(t, is.Equal(code, cli.ExitRefused), stderr)
+	assert.Check(t, is.Equal(code, exitcode.Refused), stderr)
 	assert.Check(t, is.Contains(stderr, missing))
 
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(file, []byte(diffValuesFile), 0o600))
 	code, _, stderr = clitest.RunCommand(NewCmdSpoke, "values-diff", "--values", file, "-n", "mural-system", "--kubeconfig", clitest.UnreachableKubeconfig(t))
-	assert.Check(t, is.Equal(code, cli.ExitRefused), stderr)
+	assert.Check(t, is.Equal(code, exitcode.Refused), stderr)
 	assert.Check(t, is.Contains(stderr, "cannot reach the API server"))
 
 	code, _, stderr = clitest.RunCommand(NewCmdSpoke, "values-diff", "--values", file, "--helmrelease", file)
-	assert.Check(t, is.Equal(code, cli.ExitUsage), stderr)
+	assert.Check(t, is.Equal(code, exitcode.Usage), stderr)
 }
 
 // What add writes agrees with itself: the entry add appends and the Spoke

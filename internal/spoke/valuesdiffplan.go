@@ -13,6 +13,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -277,7 +278,7 @@ func (r ValuesDiff) differ() error {
 	if len(r.Items) == 0 {
 		return nil
 	}
-	return &cli.ExitError{Code: cli.ExitFailed, Err: fmt.Errorf("%s and the Spokes in %s differ: %d difference(s)", r.File, r.Metadata.Namespace, len(r.Items))}
+	return &exitcode.Error{Code: exitcode.Failed, Err: fmt.Errorf("%s and the Spokes in %s differ: %d difference(s)", r.File, r.Metadata.Namespace, len(r.Items))}
 }
 
 // table is the human view: one row per difference, and per field of one

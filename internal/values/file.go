@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // File is a values or HelmRelease file as it was read, so that a write can
@@ -24,13 +25,13 @@ type File struct {
 }
 
 // Read reads the file at path, following symlinks: a regular file of at
-// most cli.MaxFileSize bytes (cli.ReadFile).
+// most localfile.MaxSize bytes (localfile.Read).
 func Read(path string, kind Kind) (*File, error) {
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	data, info, err := cli.ReadFile(target, cli.MaxFileSize)
+	data, info, err := localfile.Read(target, localfile.MaxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (f *File) Write(data []byte) error {
 	case errors.Is(err, errChanged) && keep:
 		return fmt.Errorf("%s changed while this command ran, and putting the other version back failed: it is in %s; %s holds this command's edit", f.Path, tmp.Name(), f.Path)
 	case errors.Is(err, errChanged):
-		return cli.Refusedf("%s %w; it was not written: run the command again", f.Path, errChanged)
+		return exitcode.RefusedErrorf("%s %w; it was not written: run the command again", f.Path, errChanged)
 	case err != nil:
 		return fmt.Errorf("replacing %s: %w; it was not changed", f.Path, err)
 	}
@@ -93,7 +94,7 @@ func writeLike(tmp *os.File, data []byte, like os.FileInfo) error {
 // unchanged says whether the file at path still holds want. It reads as
 // Read does: whatever was put in the file's place may be a FIFO.
 func unchanged(path string, want []byte) error {
-	now, _, err := cli.ReadFile(path, cli.MaxFileSize)
+	now, _, err := localfile.Read(path, localfile.MaxSize)
 	if err != nil {
 		return fmt.Errorf("re-reading it before replacing it: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 func TestWriteKeepsModeAndRefusesChangedFile(t *testing.T) {
@@ -52,7 +52,7 @@ func TestWriteRefusesChangeAtTheLastMoment(t *testing.T) {
 	}
 	err = f.Write([]byte("a: 2\n"))
 	assert.ErrorContains(t, err, "changed while this command ran")
-	assert.Equal(t, cli.ExitCode(err), cli.ExitRefused, "a concurrent change is a refusal (exit 3)")
+	assert.Equal(t, exitcode.Of(err), exitcode.Refused, "a concurrent change is a refusal (exit 3)")
 	got, _ := os.ReadFile(path)
 	assert.Equal(t, string(got), "a: 3\n", "the other change is kept")
 	entries, _ := os.ReadDir(dir)

@@ -11,7 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/localfile"
 )
 
 // A shared values file keeps its group and setgid bit across the atomic
@@ -65,7 +65,7 @@ func TestReadRefusesFIFOAndHugeFiles(t *testing.T) {
 	_, err := Read(fifo, HelmValues)
 	assert.ErrorContains(t, err, "not a regular file")
 	big := filepath.Join(dir, "big.yaml")
-	assert.NilError(t, os.WriteFile(big, make([]byte, cli.MaxFileSize+1), 0o600))
+	assert.NilError(t, os.WriteFile(big, make([]byte, localfile.MaxSize+1), 0o600))
 	_, err = Read(big, HelmValues)
 	assert.ErrorContains(t, err, "is larger than")
 }

@@ -12,7 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/authz"
 )
 
 // PluginRoles reads the ClusterRoles of plugins/kubectl-<plugin>/rbac.yaml,
@@ -42,7 +42,7 @@ func PluginRoles(t *testing.T, plugin string) map[string]rbacv1.ClusterRole {
 // Allows tells whether one of rules grants a, as RBAC decides: group,
 // resource (with its subresource), verb, and resourceNames when the rule
 // has them (a request without a name never matches those).
-func Allows(rules []rbacv1.PolicyRule, a cli.Access) bool {
+func Allows(rules []rbacv1.PolicyRule, a authz.Permission) bool {
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
@@ -78,19 +78,19 @@ func SecretsByKind(roles map[string]rbacv1.ClusterRole, createOK ...string) []st
 }
 
 // Granted is every (group, resource, verb) the roles grant, as accesses.
-func Granted(roles ...rbacv1.ClusterRole) []cli.Access {
-	var out []cli.Access
+func Granted(roles ...rbacv1.ClusterRole) []authz.Permission {
+	var out []authz.Permission
 	for _, role := range roles {
 		for _, r := range role.Rules {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					resource, sub, _ := strings.Cut(res, "/")
 					for _, v := range r.Verbs {
-						out = append(out, cli.Access{Group: g, Resource: resource, Subresource: sub, Verb: v})
+						out = append(out, authz.Permission{Group: g, Resource: resource, Subresource: sub, Verb: v})
 					}
 				}
 			}
 		}
 	}
-	return cli.UniqueAccess(out)
+	return authz.Unique(out)
 }

@@ -1,4 +1,7 @@
-package cli
+// Package localfile reads the local files a user names on the command line
+// (a kubeconfig, the files it names, values and HelmRelease files,
+// custom-columns templates), bounded and regular files only.
+package localfile
 
 import (
 	"fmt"
@@ -7,17 +10,17 @@ import (
 	"syscall"
 )
 
-// MaxFileSize bounds a local file read by a command (a kubeconfig, the
+// MaxSize bounds a local file read by a command (a kubeconfig, the
 // files it names, values and HelmRelease files, custom-columns templates).
 // What they hold ends up in a Secret or an object, which holds at most
 // 1 MiB, so anything larger is not one of them.
-const MaxFileSize = 1 << 20
+const MaxSize = 1 << 20
 
-// ReadFile reads a local file the user named: a regular file of at most
+// Read reads a local file the user named: a regular file of at most
 // limit bytes. A device (/dev/zero), FIFO or socket would be read forever,
 // or block the open itself, so they are refused before any read. The info
 // is that of the file read (not of a name swapped in meanwhile).
-func ReadFile(path string, limit int64) ([]byte, os.FileInfo, error) {
+func Read(path string, limit int64) ([]byte, os.FileInfo, error) {
 	// O_NONBLOCK: opening a FIFO without a writer returns at once instead
 	// of waiting; for a regular file it changes nothing.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) //nolint:gosec // a file the user named: bounded and regular files only, below

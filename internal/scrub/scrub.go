@@ -1,4 +1,6 @@
-package cli
+// Package scrub removes credentials from what a command prints or logs:
+// the user information of URLs and query parameters named for a secret.
+package scrub
 
 import (
 	"regexp"
@@ -17,12 +19,12 @@ var (
 	secretParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|passw|pwd|secret|sig|credential|auth|key)[a-z0-9_.-]*=)[^&;#\s"'<>]*`)
 )
 
-// ScrubURLs replaces the user information of every URL in s (a password,
+// URLs replaces the user information of every URL in s (a password,
 // or a token given as the user name) and the value of every query
 // parameter named for a credential with REDACTED. Server URLs come from
 // kubeconfigs the user, a Secret or Cluster API wrote, and reach errors,
 // logs and tables: everything a command prints or logs goes through here.
-func ScrubURLs(s string) string {
+func URLs(s string) string {
 	if strings.Contains(s, "@") {
 		s = userinfo.ReplaceAllString(s, "${1}"+Redacted+"@")
 	}
