@@ -17,7 +17,7 @@ import (
 )
 
 // start runs a kubectl command in the background.
-func start(t *testing.T, c *harness.Cluster, args ...string) *harness.Started {
+func start(t *testing.T, c *harness.Cluster, args ...string) *harness.Background {
 	t.Helper()
 	s, err := c.For(t.TempDir()).StartKubectl(args...)
 	assert.NilError(t, err)
@@ -26,7 +26,7 @@ func start(t *testing.T, c *harness.Cluster, args ...string) *harness.Started {
 
 // interrupt sends sig once the command has written text to stderr (it is
 // then in the middle of its work), and returns how it ended.
-func interrupt(t *testing.T, s *harness.Started, text string, sig syscall.Signal) harness.Result {
+func interrupt(t *testing.T, s *harness.Background, text string, sig syscall.Signal) harness.Result {
 	t.Helper()
 	assert.NilError(t, s.WaitStderr(ctx(t, 2*time.Minute), text))
 	assert.NilError(t, s.Signal(sig))

@@ -12,9 +12,9 @@ import (
 	"sync"
 )
 
-// Started is a kubectl command running in the background, for a test that
+// Background is a kubectl command running in the background, for a test that
 // acts on it while it runs (e.g. interrupts it).
-type Started struct {
+type Background struct {
 	cmd      *exec.Cmd
 	mu       sync.Mutex
 	stdout   bytes.Buffer
@@ -27,9 +27,9 @@ type Started struct {
 // StartKubectl starts the built kubectl with args and returns at once.
 // kubectl execs the plugin in its own process, so a signal sent to it
 // reaches the plugin as it would from a terminal.
-func (c Command) StartKubectl(args ...string) (*Started, error) {
+func (c Command) StartKubectl(args ...string) (*Background, error) {
 	cmd := c.command("", filepath.Join(c.Tools.Bin, "kubectl"), args...)
-	s := &Started{cmd: cmd, changed: make(chan struct{}), finished: make(chan struct{})}
+	s := &Background{cmd: cmd, changed: make(chan struct{}), finished: make(chan struct{})}
 	cmd.Stdout = writerFunc(func(p []byte) { s.mu.Lock(); s.stdout.Write(p); s.mu.Unlock() })
 	cmd.Stderr = writerFunc(func(p []byte) {
 		s.mu.Lock()
@@ -54,7 +54,7 @@ func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 // WaitStderr waits until the command has written text to stderr. It fails
 // when the command ends first or ctx ends.
-func (s *Started) WaitStderr(ctx context.Context, text string) error {
+func (s *Background) WaitStderr(ctx context.Context, text string) error {
 	for {
 		s.mu.Lock()
 		found, changed := strings.Contains(s.stderr.String(), text), s.changed
@@ -73,18 +73,18 @@ func (s *Started) WaitStderr(ctx context.Context, text string) error {
 }
 
 // Stdout is what the command has written to stdout so far.
-func (s *Started) Stdout() string {
+func (s *Background) Stdout() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stdout.String()
 }
 
 // Signal sends sig to the command.
-func (s *Started) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+func (s *Background) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
 
 // Wait waits for the command to end (killing it when ctx ends first) and
 // returns what it printed and its exit code.
-func (s *Started) Wait(ctx context.Context) (Result, error) {
+func (s *Background) Wait(ctx context.Context) (Result, error) {
 	select {
 	case <-s.finished:
 	case <-ctx.Done():
@@ -100,7 +100,7 @@ func (s *Started) Wait(ctx context.Context) (Result, error) {
 	return r, nil
 }
 
-func (s *Started) result() Result {
+func (s *Background) result() Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := Result{Stdout: s.stdout.String(), Stderr: s.stderr.String()}

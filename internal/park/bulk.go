@@ -176,7 +176,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 		refused = append(refused, c.Namespace+"/"+c.Name)
 	}
 	if len(refused) > 0 {
-		if err := o.Output.Print(o.Streams.Out, report, report.table); err != nil {
+		if err := o.Output.Print(o.Out, report, report.table); err != nil {
 			return err
 		}
 		return exitcode.RefusedErrorf("cannot %s %d of the %d selected cluster(s): %s (each one's reason is in its row); no cluster was changed. Fix them, or leave them out with -l, then run again",
@@ -186,7 +186,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 	if cli.Interrupted(ctx) {
 		readStatesNow(ctx, platforms, &report)
 	}
-	if err := o.Output.Print(o.Streams.Out, report, report.table); err != nil {
+	if err := o.Output.Print(o.Out, report, report.table); err != nil {
 		return err
 	}
 	return report.outcome(ctx, verb)

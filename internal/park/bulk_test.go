@@ -98,7 +98,7 @@ func (p *patchCount) count() int {
 
 func bulkResume(out io.Writer, maxConcurrent int) *ResumeOptions {
 	o := &ResumeOptions{changeOptions: changeOptions{
-		Streams: genericiooptions.IOStreams{Out: out, ErrOut: io.Discard}, Output: cli.NewOutput(), Namespace: "dynamo-prod",
+		IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: io.Discard}, Output: cli.NewOutput(), Namespace: "dynamo-prod",
 		progress: cli.NewProgress(io.Discard), bulk: bulk{Selector: "env=dev", MaxConcurrent: maxConcurrent},
 	}}
 	return o

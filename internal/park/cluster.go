@@ -322,11 +322,11 @@ func clusterParked(objs []any) (bool, string, error) {
 }
 
 func (o *ParkOptions) print(plan *ParkPlan) error {
-	err := o.Output.Print(o.Streams.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
+	err := o.Output.Print(o.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
 	if err != nil || !o.Output.IsTable() {
 		return err
 	}
-	w := o.Streams.Out
+	w := o.Out
 	if len(plan.Changes) == 0 {
 		fmt.Fprintf(w, "cluster %s is already parked; the record of %s is kept\n", plan.Metadata.Name, recordSince(plan.Record))
 	}

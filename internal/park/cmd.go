@@ -52,7 +52,7 @@ func validateTarget(name, namespace string) error {
 // changeOptions are what the commands that change a cluster (park cluster,
 // park resume) share: the cluster, the dry run, -o, and how long --wait waits.
 type changeOptions struct {
-	Streams   genericiooptions.IOStreams
+	genericiooptions.IOStreams
 	Output    *cli.Output
 	Name      string
 	Namespace string
@@ -70,7 +70,7 @@ type changeOptions struct {
 }
 
 func newChangeOptions(f *cli.Factory, streams genericiooptions.IOStreams, timeout time.Duration) changeOptions {
-	return changeOptions{Streams: streams, Output: cli.NewOutput(), Timeout: timeout, f: f}
+	return changeOptions{IOStreams: streams, Output: cli.NewOutput(), Timeout: timeout, f: f}
 }
 
 // Complete fills the options from the command line and the kubeconfig; it
@@ -86,7 +86,7 @@ func (o *changeOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Namespace, _, err = o.f.Namespace(); err != nil {
 		return err
 	}
-	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	o.progress = cli.NewProgress(o.ErrOut)
 	return nil
 }
 

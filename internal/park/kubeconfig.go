@@ -80,7 +80,7 @@ func KubeconfigTable(r KubeconfigReport) cli.Table {
 
 // KubeconfigOptions are the options of `kubectl park kubeconfig`.
 type KubeconfigOptions struct {
-	Streams    genericiooptions.IOStreams
+	genericiooptions.IOStreams
 	Output     *cli.Output
 	Name       string
 	Namespace  string
@@ -97,7 +97,7 @@ type KubeconfigOptions struct {
 
 // NewCmdKubeconfig builds `kubectl park kubeconfig NAME`.
 func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &KubeconfigOptions{Streams: streams, Output: cli.NewOutput(), Duration: DefaultTokenDuration, f: f}
+	o := &KubeconfigOptions{IOStreams: streams, Output: cli.NewOutput(), Duration: DefaultTokenDuration, f: f}
 	cmd := &cobra.Command{
 		Use:   "kubeconfig NAME --output-file FILE",
 		Short: "Write a kubeconfig for a Cluster API cluster: its admin one, or a token bound to a role",
@@ -154,7 +154,7 @@ func (o *KubeconfigOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Namespace, _, err = o.f.Namespace(); err != nil {
 		return err
 	}
-	o.progress = cli.NewProgress(o.Streams.ErrOut)
+	o.progress = cli.NewProgress(o.ErrOut)
 	return nil
 }
 
@@ -209,17 +209,17 @@ func (o *KubeconfigOptions) kubeconfig(ctx context.Context, p *Platform) error {
 	}
 	if o.DryRun != cli.DryRunNone {
 		o.progress.Done("dry run: nothing was made in cluster %s/%s and %s was not written", o.Namespace, o.Name, o.OutputFile)
-		return o.Output.Print(o.Streams.Out, report, func() cli.Table { return KubeconfigTable(report) })
+		return o.Output.Print(o.Out, report, func() cli.Table { return KubeconfigTable(report) })
 	}
 	if err := cli.WriteCredentialFile(o.OutputFile, data, o.Overwrite); err != nil {
 		return err
 	}
 	o.progress.Done("wrote %s (mode 0600)", o.OutputFile)
 	if report.Credential == CredentialAdmin {
-		fmt.Fprintf(o.Streams.ErrOut, "Warning: %s holds the admin credential of cluster %s/%s: cluster-admin, long-lived, not rotated; whoever has a copy keeps full access. Treat it like a root password and delete it when done. For routine work use a narrower one: kubectl park kubeconfig %s -n %s --output-file FILE --role view --duration 8h\n",
+		fmt.Fprintf(o.ErrOut, "Warning: %s holds the admin credential of cluster %s/%s: cluster-admin, long-lived, not rotated; whoever has a copy keeps full access. Treat it like a root password and delete it when done. For routine work use a narrower one: kubectl park kubeconfig %s -n %s --output-file FILE --role view --duration 8h\n",
 			o.OutputFile, o.Namespace, o.Name, o.Name, o.Namespace)
 	}
-	return o.Output.Print(o.Streams.Out, report, func() cli.Table { return KubeconfigTable(report) })
+	return o.Output.Print(o.Out, report, func() cli.Table { return KubeconfigTable(report) })
 }
 
 // adminKubeconfig reads the cluster's NAME-kubeconfig Secret through the

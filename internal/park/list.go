@@ -138,7 +138,7 @@ func countOrDash(n *int32) string {
 
 // ListOptions are the options of `kubectl park list`.
 type ListOptions struct {
-	Streams       genericiooptions.IOStreams
+	genericiooptions.IOStreams
 	Output        *cli.Output
 	AllNamespaces bool
 	Namespace     string
@@ -150,7 +150,7 @@ type ListOptions struct {
 
 // NewCmdList builds `kubectl park list`.
 func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Streams: streams, Output: cli.NewOutput(), ChunkSize: cli.DefaultChunkSize, f: f}
+	o := &ListOptions{IOStreams: streams, Output: cli.NewOutput(), ChunkSize: cli.DefaultChunkSize, f: f}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List clusters with their parked state, since when, and what was recorded",
@@ -225,10 +225,10 @@ func (o *ListOptions) list(ctx context.Context, p *Platform) error {
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	if len(l.Items) == 0 && o.Output.IsTable() {
-		fmt.Fprintf(o.Streams.ErrOut, "No Cluster API clusters found in %s.\n", nsName(ns))
+		fmt.Fprintf(o.ErrOut, "No Cluster API clusters found in %s.\n", nsName(ns))
 		return nil
 	}
-	return o.Output.Print(o.Streams.Out, l, func() cli.Table { return ListTable(l, time.Now(), o.AllNamespaces) })
+	return o.Output.Print(o.Out, l, func() cli.Table { return ListTable(l, time.Now(), o.AllNamespaces) })
 }
 
 func nsName(ns string) string {

@@ -513,11 +513,11 @@ func (ph ResumePhase) String() string {
 }
 
 func (o *ResumeOptions) print(plan *ResumePlan) error {
-	err := o.Output.Print(o.Streams.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
+	err := o.Output.Print(o.Out, plan, func() cli.Table { return changesTable(plan.Changes) })
 	if err != nil || !o.Output.IsTable() {
 		return err
 	}
-	w := o.Streams.Out
+	w := o.Out
 	if len(plan.Patch) == 0 {
 		fmt.Fprintf(w, "cluster %s is running: nothing to resume\n", plan.Metadata.Name)
 	}

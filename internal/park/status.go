@@ -246,7 +246,7 @@ func nodeReady(n corev1.Node) bool {
 
 // StatusOptions are the options of `kubectl park status`.
 type StatusOptions struct {
-	Streams           genericiooptions.IOStreams
+	genericiooptions.IOStreams
 	Output            *cli.Output
 	Name              string
 	Namespace         string
@@ -258,7 +258,7 @@ type StatusOptions struct {
 
 // NewCmdStatus builds `kubectl park status NAME`.
 func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Streams: streams, Output: cli.NewOutput(), Window: time.Hour, f: f}
+	o := &StatusOptions{IOStreams: streams, Output: cli.NewOutput(), Window: time.Hour, f: f}
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a cluster's health as the platform sees it and as it sees itself",
@@ -350,10 +350,10 @@ func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 	var refused error
 	report.Cluster, refused = o.clusterView(ctx, p)
 	if o.Output.IsTable() {
-		report.write(o.Streams.Out)
+		report.write(o.Out)
 		return refused
 	}
-	if err := o.Output.Print(o.Streams.Out, report, nil); err != nil {
+	if err := o.Output.Print(o.Out, report, nil); err != nil {
 		return err
 	}
 	return refused

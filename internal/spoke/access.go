@@ -40,7 +40,7 @@ func access(verb string, gvr schema.GroupVersionResource, ns string) authz.Permi
 // get and update name it, as its Role does; create cannot be narrowed by
 // name in RBAC (the admission policy beside rbac.yaml narrows it), so it is
 // asked as the API server will ask it, without a name.
-func (h *Hub) secretAccess(verb, name string) authz.Permission {
+func (h *HubClient) secretAccess(verb, name string) authz.Permission {
 	a := access(verb, secretResource, h.Namespace)
 	if verb != "create" {
 		a.Name = name
@@ -50,7 +50,7 @@ func (h *Hub) secretAccess(verb, name string) authz.Permission {
 
 // spokeAccess is reading the Spoke, as every command that changes it does
 // first, and verbs on it.
-func (h *Hub) spokeAccess(verbs ...string) []authz.Permission {
+func (h *HubClient) spokeAccess(verbs ...string) []authz.Permission {
 	out := []authz.Permission{access("get", fleetconfig.SpokeResource, h.Namespace)}
 	for _, v := range verbs {
 		out = append(out, access(v, fleetconfig.SpokeResource, h.Namespace))
@@ -59,7 +59,7 @@ func (h *Hub) spokeAccess(verbs ...string) []authz.Permission {
 }
 
 // waitJoinedAccess is what add --wait watches.
-func (h *Hub) waitJoinedAccess() []authz.Permission {
+func (h *HubClient) waitJoinedAccess() []authz.Permission {
 	return []authz.Permission{
 		access("list", fleetconfig.SpokeResource, h.Namespace), access("watch", fleetconfig.SpokeResource, h.Namespace),
 		access("list", ocm.ManagedClusterResource, ""), access("watch", ocm.ManagedClusterResource, ""),
@@ -67,14 +67,14 @@ func (h *Hub) waitJoinedAccess() []authz.Permission {
 }
 
 // waitGoneAccess is what remove --wait and force-remove watch.
-func (h *Hub) waitGoneAccess() []authz.Permission {
+func (h *HubClient) waitGoneAccess() []authz.Permission {
 	return append(h.waitJoinedAccess(), access("list", namespaceResource, ""), access("watch", namespaceResource, ""))
 }
 
 // preflight checks that the current user may do all of needs, before the
 // first write (exit 3 naming what is missing, and for a kubeconfig Secret
 // the commands that grant it).
-func (h *Hub) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]authz.Permission) error {
+func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]authz.Permission) error {
 	var all []authz.Permission
 	for _, n := range needs {
 		all = append(all, n...)
@@ -98,7 +98,7 @@ func (h *Hub) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]authz
 
 // secretGrant is the commands that let the current user read and update the
 // Secret name of the release namespace, and no other.
-func (h *Hub) secretGrant(ctx context.Context, name string) string {
+func (h *HubClient) secretGrant(ctx context.Context, name string) string {
 	return cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1()))
 }
 
@@ -106,7 +106,7 @@ func (h *Hub) secretGrant(ctx context.Context, name string) string {
 // read: the commands that grant it, each on a line of its own (a caller's
 // words follow on the next), and nothing was changed. It wraps err, so
 // apierrors.IsForbidden still tells it.
-func (h *Hub) secretForbidden(ctx context.Context, name string, err error) error {
+func (h *HubClient) secretForbidden(ctx context.Context, name string, err error) error {
 	return exitcode.RefusedError(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
 		h.Namespace, name, h.secretGrant(ctx, name))})
 }
@@ -123,7 +123,7 @@ func (e *secretForbiddenError) Unwrap() error { return e.err }
 
 // worksForbidden is the refusal for ManifestWorks the current user may not
 // list in a cluster's namespace: the binding that grants them there.
-func (h *Hub) worksForbidden(ctx context.Context, cluster string) error {
+func (h *HubClient) worksForbidden(ctx context.Context, cluster string) error {
 	return exitcode.RefusedErrorf("the current user may not list manifestworks.%s in namespace %s (ManifestWorks may carry Secrets, so no shipped role lists them everywhere); nothing was changed: bind %s of kubectl-spoke's rbac.yaml in that namespace:\n  %s",
 		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, cli.UserName(ctx, h.Kube.AuthenticationV1())))
 }

@@ -35,7 +35,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	roles := clitest.PluginRoles(t, "spoke")
 	assert.DeepEqual(t, clitest.SecretsByKind(roles, "spokekit-spoke-secret-writer"), []string(nil))
 
-	hub := &Hub{Namespace: "mural-system"}
+	hub := &HubClient{Namespace: "mural-system"}
 	const secret = "s1-kubeconfig"
 	perSecret := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: secretVerbs, ResourceNames: []string{secret}}
 	rules := []rbacv1.PolicyRule{perSecret}
@@ -104,7 +104,7 @@ func TestForbiddenReadsNameTheirGrant(t *testing.T) {
 	kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s1-kubeconfig", errors.New("RBAC"))
 	})
-	hub := &Hub{Kube: kube, Namespace: "mural-system"}
+	hub := &HubClient{Kube: kube, Namespace: "mural-system"}
 
 	_, err := hub.Secret(context.Background(), "s1-kubeconfig")
 	assert.Equal(t, exitcode.Of(err), exitcode.Refused)

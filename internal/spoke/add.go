@@ -27,7 +27,7 @@ import (
 // AddOptions are the options of `kubectl spoke add`.
 type AddOptions struct {
 	writeTarget
-	Kubeconfig newKubeconfig
+	Kubeconfig spokeKubeconfig
 	CopyFrom   string
 	HubName    string
 	Apply      bool
@@ -40,7 +40,7 @@ type AddOptions struct {
 	// Cleanup is the new spoke's cleanupConfig, written in full.
 	Cleanup fleetconfig.CleanupConfig
 
-	hub *Hub
+	hub *HubClient
 	genericiooptions.IOStreams
 }
 
@@ -72,7 +72,7 @@ func stepsTable(steps []Step) cli.Table {
 
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AddOptions{Timeout: 5 * time.Minute, Kubeconfig: newKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}
+	o := &AddOptions{Timeout: 5 * time.Minute, Kubeconfig: spokeKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
@@ -348,7 +348,7 @@ func spokeFeatureGates(f *values.File) (string, error) {
 
 // Run checks everything, then writes.
 func (o *AddOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}
@@ -481,7 +481,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 func secretName(spoke string) string { return spoke + "-kubeconfig" }
 
 // access is what writing the plan needs on the hub.
-func (p *addPlan) access(wait bool, hub *Hub) []authz.Permission {
+func (p *addPlan) access(wait bool, hub *HubClient) []authz.Permission {
 	// Read before: which mode the FleetConfig controller runs in.
 	out := []authz.Permission{access("get", ocm.ClusterManagementAddOnResource, "")}
 	switch p.SecretAction {

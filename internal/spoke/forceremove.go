@@ -97,7 +97,7 @@ func (o *ForceRemoveOptions) Run(ctx context.Context) error {
 
 // refuseReachable refuses a spoke the hub does not show unreachable,
 // unless --even-if-reachable; it returns the evidence.
-func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) ([]string, error) {
+func (o *ForceRemoveOptions) refuseReachable(ctx context.Context, hub *HubClient, s *fleetconfig.Spoke) ([]string, error) {
 	var r Reachability
 	r.ManagedCluster, r.Err = hub.ManagedCluster(ctx, s.Name)
 	unreachable, evidence, err := r.Verdict()

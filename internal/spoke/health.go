@@ -136,7 +136,7 @@ func (o *HealthOptions) Validate() error {
 // --deep reaches the spokes, judges them and prints the table; exit 1 when
 // any spoke is unhealthy.
 func (o *HealthOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}

@@ -247,7 +247,7 @@ func TestDeepHealthStalledSpokeHoldsNoOther(t *testing.T) {
 	for _, p := range []string{"/api/v1/nodes", "/api/v1/namespaces/kube-system/pods", "/apis/certificates.k8s.io/v1/certificatesigningrequests"} {
 		good.Respond("GET "+p, 200, `{"metadata":{},"items":[]}`)
 	}
-	hub := &Hub{Namespace: "mural-system", Kube: fake.NewClientset(
+	hub := &HubClient{Namespace: "mural-system", Kube: fake.NewClientset(
 		kubeconfigSecret("hangs-kubeconfig", kubeconfigFor(t, stalled)),
 		kubeconfigSecret("fine-kubeconfig", mustRead(t, good.Kubeconfig)),
 	)}

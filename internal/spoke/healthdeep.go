@@ -29,7 +29,7 @@ import (
 // that hangs holds one slot for timeout at most, never the others. It
 // judges the credentials on the way, from the Secrets it reads one by one
 // (the Role that grants each one alone allows that, and no list).
-func (h *Hub) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]CredentialHealth, map[string]*DeepHealth) {
+func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]CredentialHealth, map[string]*DeepHealth) {
 	creds := make(map[string]CredentialHealth, len(spokes))
 	deep := make(map[string]*DeepHealth, len(spokes))
 	var mu sync.Mutex
@@ -51,7 +51,7 @@ func (h *Hub) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcu
 
 // deepSpoke reads one spoke's Secret, judges the credential, and reaches
 // the spoke with it when it is usable.
-func (h *Hub) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (CredentialHealth, *DeepHealth) {
+func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (CredentialHealth, *DeepHealth) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var sec *corev1.Secret

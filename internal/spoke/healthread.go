@@ -34,7 +34,7 @@ type listedAddOn struct {
 }
 
 // readLeases is when each cluster's agent last renewed its lease, by cluster.
-func (h *Hub) readLeases(ctx context.Context) (map[string]time.Time, error) {
+func (h *HubClient) readLeases(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	leases := h.Kube.CoordinationV1().Leases("")
 	err := cli.EachInChunks(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -53,7 +53,7 @@ func (h *Hub) readLeases(ctx context.Context) (map[string]time.Time, error) {
 }
 
 // readAddOns lists every ManagedClusterAddOn with its Available status.
-func (h *Hub) readAddOns(ctx context.Context) ([]addOnState, error) {
+func (h *HubClient) readAddOns(ctx context.Context) ([]addOnState, error) {
 	l, err := listAll[listedAddOn](ctx, h, ocm.ManagedClusterAddOnResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusterAddOns: %w", err)
@@ -69,7 +69,7 @@ func (h *Hub) readAddOns(ctx context.Context) ([]addOnState, error) {
 // paginated LIST of the Secrets of each namespace that holds spokes, page
 // by page (no Secret is kept). The shipped roles grant no Secret by kind:
 // then those credentials are not readable, and note says how to see them.
-func (h *Hub) readCredentials(ctx context.Context, spokes []fleetconfig.Spoke, now time.Time) (creds map[string]CredentialHealth, note string, err error) {
+func (h *HubClient) readCredentials(ctx context.Context, spokes []fleetconfig.Spoke, now time.Time) (creds map[string]CredentialHealth, note string, err error) {
 	creds = map[string]CredentialHealth{}
 	byNamespace := map[string][]*fleetconfig.Spoke{}
 	bySecret := map[string][]*fleetconfig.Spoke{}

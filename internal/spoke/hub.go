@@ -26,23 +26,23 @@ import (
 // FieldManager is the server-side apply field manager of kubectl spoke.
 const FieldManager = "kubectl-spoke"
 
-// Hub is the hub cluster as the commands use it: clients and the release
+// HubClient is the hub cluster as the commands use it: clients and the release
 // namespace where Spokes and their kubeconfig secrets live.
-type Hub struct {
+type HubClient struct {
 	Dynamic   dynamic.Interface
 	Kube      kubernetes.Interface
 	Namespace string
 	// ChunkSize is the page size of list requests.
 	ChunkSize int64
-	// hubNamespaces are the namespaces that hold a fleet Hub, as NewHub
+	// hubNamespaces are the namespaces that hold a fleet Hub, as NewHubClient
 	// found them; nil when it did not look (-n given) or could not.
 	hubNamespaces map[string]bool
 }
 
-// NewHub builds the clients and resolves the namespace: -n when given;
+// NewHubClient builds the clients and resolves the namespace: -n when given;
 // otherwise the namespace of the fleet's Hub when there is exactly one;
 // otherwise the context's namespace.
-func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
+func NewHubClient(ctx context.Context, f *cli.Factory) (*HubClient, error) {
 	dyn, err := f.DynamicClient()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the hub: %w", err)
@@ -51,7 +51,7 @@ func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the hub: %w", err)
 	}
-	h := &Hub{Dynamic: dyn, Kube: kube, ChunkSize: cli.DefaultChunkSize}
+	h := &HubClient{Dynamic: dyn, Kube: kube, ChunkSize: cli.DefaultChunkSize}
 	ns, explicit, err := f.Namespace()
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func NewHub(ctx context.Context, f *cli.Factory) (*Hub, error) {
 }
 
 // getInto reads one object; found is false when it does not exist.
-func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
+func (h *HubClient) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -89,7 +89,7 @@ func (h *Hub) getInto(ctx context.Context, ri dynamic.ResourceInterface, name st
 }
 
 // Spoke reads a Spoke of the release namespace; nil when it does not exist.
-func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+func (h *HubClient) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
 	var s fleetconfig.Spoke
 	found, err := h.getInto(ctx, h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(h.Namespace), name, &s)
 	if err != nil || !found {
@@ -99,7 +99,7 @@ func (h *Hub) Spoke(ctx context.Context, name string) (*fleetconfig.Spoke, error
 }
 
 // ExistingSpoke reads a Spoke that must exist.
-func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
+func (h *HubClient) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spoke, error) {
 	s, err := h.Spoke(ctx, name)
 	if err == nil && s == nil {
 		err = h.spokeNotFound(name)
@@ -107,7 +107,7 @@ func (h *Hub) ExistingSpoke(ctx context.Context, name string) (*fleetconfig.Spok
 	return s, err
 }
 
-func (h *Hub) spokeNotFound(name string) error {
+func (h *HubClient) spokeNotFound(name string) error {
 	return fmt.Errorf("spoke %q not found in namespace %s: see kubectl spoke list", name, h.Namespace)
 }
 
@@ -121,7 +121,7 @@ var errNoSecret = errors.New("the kubeconfig secret does not exist")
 // who may write the secret wrote the kubeconfig: the loader refuses (exit
 // 3) one that would run a program or read a local file. A secret that does
 // not exist is errNoSecret; one that cannot be read, the API's error.
-func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
+func (h *HubClient) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kubeconfig.Kubeconfig, *corev1.Secret, error) {
 	ref := s.Spec.Kubeconfig.SecretReference
 	if ref == nil {
 		return nil, nil, fmt.Errorf("spoke %s uses in-cluster credentials, not a kubeconfig secret", s.Name)
@@ -142,7 +142,7 @@ func (h *Hub) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) (*kube
 }
 
 // ManagedCluster reads a ManagedCluster; nil when it does not exist.
-func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedCluster, error) {
+func (h *HubClient) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedCluster, error) {
 	var mc ocm.ManagedCluster
 	found, err := h.getInto(ctx, h.Dynamic.Resource(ocm.ManagedClusterResource), name, &mc)
 	if err != nil || !found {
@@ -154,7 +154,7 @@ func (h *Hub) ManagedCluster(ctx context.Context, name string) (*ocm.ManagedClus
 // Secret reads a secret of the release namespace; nil when it does not
 // exist. Its body is never logged, whatever -v says. One the user may not
 // read is a refusal that names the Role granting it alone.
-func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+func (h *HubClient) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
 	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -169,7 +169,7 @@ func (h *Hub) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
 }
 
 // Hubs lists the fleet Hubs of the release namespace.
-func (h *Hub) Hubs(ctx context.Context) ([]fleetconfig.Hub, error) {
+func (h *HubClient) Hubs(ctx context.Context) ([]fleetconfig.Hub, error) {
 	l, err := h.Dynamic.Resource(fleetconfig.HubResource).Namespace(h.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Hubs in %s: %w", h.Namespace, err)
@@ -204,7 +204,7 @@ var listJSON = jsoniter.Config{CaseSensitive: true}.Froze()
 // spokes the conversion costs more than the requests). json-iterator
 // skips the fields T does not have (managedFields above all) several times
 // faster than encoding/json.
-func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource, ns, selector string) ([]T, error) {
+func listAll[T any](ctx context.Context, h *HubClient, gvr schema.GroupVersionResource, ns, selector string) ([]T, error) {
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if ns != "" {
 		path = append(path, "namespaces", ns)
@@ -243,7 +243,7 @@ func listAll[T any](ctx context.Context, h *Hub, gvr schema.GroupVersionResource
 
 // Spokes lists the Spokes of namespace ns ("": every namespace) whose labels
 // match selector ("": all).
-func (h *Hub) Spokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
+func (h *HubClient) Spokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
 	out, err := listAll[fleetconfig.Spoke](ctx, h, fleetconfig.SpokeResource, ns, selector)
 	if err != nil {
 		return nil, fmt.Errorf("listing Spokes in %s: %w", namespaceOrAll(ns), err)
@@ -253,7 +253,7 @@ func (h *Hub) Spokes(ctx context.Context, ns, selector string) ([]fleetconfig.Sp
 
 // ManifestWorks lists the ManifestWorks in a cluster's namespace; where the
 // user may not, it refuses, naming the binding that grants them there.
-func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
+func (h *HubClient) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
 	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster, "")
 	if apierrors.IsForbidden(err) {
 		return nil, h.worksForbidden(ctx, cluster)
@@ -265,7 +265,7 @@ func (h *Hub) ManifestWorks(ctx context.Context, cluster string) ([]ocm.Manifest
 }
 
 // createSpoke creates a Spoke; one that exists already is not touched.
-func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) error {
+func (h *HubClient) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.DryRun) error {
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
 		return err
@@ -282,7 +282,7 @@ func (h *Hub) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRun cli.
 }
 
 // Placements lists the Placements of every namespace.
-func (h *Hub) Placements(ctx context.Context) ([]ocm.Placement, error) {
+func (h *HubClient) Placements(ctx context.Context) ([]ocm.Placement, error) {
 	out, err := listAll[ocm.Placement](ctx, h, ocm.PlacementResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing Placements: %w", err)

@@ -157,7 +157,7 @@ func (o *JoinCommandOptions) Validate() error {
 // Run checks the name, mints the token, prints the line, then waits and
 // accepts as asked.
 func (o *JoinCommandOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 
 // read gathers what the plan decides on: whether the name is taken, and
 // the hub's URL.
-func (o *JoinCommandOptions) read(ctx context.Context, hub *Hub) (*joinFacts, error) {
+func (o *JoinCommandOptions) read(ctx context.Context, hub *HubClient) (*joinFacts, error) {
 	f := &joinFacts{HubAPIServer: o.HubAPIServer, Token: joinToken{Source: o.tokenSource()}}
 	// The Spoke's name is the cluster's, whatever its namespace.
 	l, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.Name})
@@ -250,7 +250,7 @@ func (o *JoinCommandOptions) access() []authz.Permission {
 
 // token obtains the join's token as clusteradm get token does. Request
 // logs never show it.
-func (o *JoinCommandOptions) token(ctx context.Context, hub *Hub) (joinToken, error) {
+func (o *JoinCommandOptions) token(ctx context.Context, hub *HubClient) (joinToken, error) {
 	t := joinToken{Source: o.tokenSource()}
 	ctx = cli.HideBodies(ctx)
 	if o.UseBootstrapToken {
@@ -331,7 +331,7 @@ func loopback(host string) bool {
 
 // waitAndAccept waits for the cluster's ManagedCluster and, with --accept,
 // accepts it and waits until it joined.
-func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *Hub, r *JoinCommandReport) error {
+func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, r *JoinCommandReport) error {
 	d := cli.NewDeadline(o.Timeout)
 	p := cli.NewProgress(o.ErrOut)
 	var mc ocm.ManagedCluster
@@ -359,7 +359,7 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *Hub, r *Joi
 // acceptCluster does what clusteradm accept does: approves the cluster's
 // CSRs its rules allow, sets hubAcceptsClient, then waits until the
 // cluster joined and is available.
-func (h *Hub) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
+func (h *HubClient) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
 	var decision csrDecision
 	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, cli.ListWatch(h.Dynamic.Resource(csrResource), "", csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
@@ -393,7 +393,7 @@ func (h *Hub) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d cli.D
 
 // approveCSR approves one CSR; when it changed meanwhile, it is read again
 // and left alone once someone approved or denied it.
-func (h *Hub) approveCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
+func (h *HubClient) approveCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
 	csrs := h.Kube.CertificatesV1().CertificateSigningRequests()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if approved, denied := approval(csr); approved || denied {
@@ -420,7 +420,7 @@ func (h *Hub) approveCSR(ctx context.Context, csr *certificatesv1.CertificateSig
 
 // setHubAcceptsClient accepts the cluster, guarded by the resourceVersion
 // it read; one accepted meanwhile is left as it is.
-func (h *Hub) setHubAcceptsClient(ctx context.Context, name string) error {
+func (h *HubClient) setHubAcceptsClient(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		mc, err := h.ManagedCluster(ctx, name)
 		if err != nil {

@@ -29,7 +29,7 @@ type ListOptions struct {
 	Output    *cli.Output
 
 	f   *cli.Factory
-	hub *Hub
+	hub *HubClient
 	genericiooptions.IOStreams
 }
 
@@ -140,7 +140,7 @@ func (o *ListOptions) Validate() error {
 // fleet the two lists are most of the command's time), and prints the
 // joined rows.
 func (o *ListOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}

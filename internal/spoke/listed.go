@@ -56,7 +56,7 @@ type listedCluster struct {
 
 // listedSpokes lists the Spokes of the release namespace with the fields
 // BuildRows reads.
-func (h *Hub) listedSpokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
+func (h *HubClient) listedSpokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
 	l, err := listAll[listedSpoke](ctx, h, fleetconfig.SpokeResource, ns, selector)
 	if err != nil {
 		return nil, fmt.Errorf("listing Spokes in %s: %w", namespaceOrAll(ns), err)
@@ -71,7 +71,7 @@ func (h *Hub) listedSpokes(ctx context.Context, ns, selector string) ([]fleetcon
 }
 
 // listedClusters lists the ManagedClusters with the fields BuildRows reads.
-func (h *Hub) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
+func (h *HubClient) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
 	l, err := listAll[listedCluster](ctx, h, ocm.ManagedClusterResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusters: %w", err)

@@ -33,7 +33,7 @@ const (
 // add-on's ClusterManagementAddOn. Any other failure than its absence
 // refuses (exit 3): a guess would write a Spoke the FleetConfig webhook
 // rejects, or one without the agent that unjoins it.
-func (h *Hub) FleetMode(ctx context.Context) (fleetMode, error) {
+func (h *HubClient) FleetMode(ctx context.Context) (fleetMode, error) {
 	_, err := h.Dynamic.Resource(ocm.ClusterManagementAddOnResource).Get(ctx, fleetconfig.AgentAddOn, metav1.GetOptions{})
 	switch {
 	case err == nil:

@@ -88,7 +88,7 @@ func outOfBandRefusal(mc *ocm.ManagedCluster, namespace, note string) error {
 // Spoke of the release namespace has: nil when there is none either. A
 // Spoke of that name in another namespace is an error that points there;
 // note says when other namespaces could not be searched.
-func (h *Hub) outOfBandCluster(ctx context.Context, name string) (mc *ocm.ManagedCluster, note string, err error) {
+func (h *HubClient) outOfBandCluster(ctx context.Context, name string) (mc *ocm.ManagedCluster, note string, err error) {
 	mc, err = h.ManagedCluster(ctx, name)
 	if err != nil || mc == nil {
 		return nil, "", err
@@ -111,7 +111,7 @@ func (h *Hub) outOfBandCluster(ctx context.Context, name string) (mc *ocm.Manage
 // when there is none either (the spoke is gone), or when it is being
 // deleted (a removed Spoke can go before its ManagedCluster, and running
 // remove again must still finish).
-func (h *Hub) RefuseOutOfBand(ctx context.Context, name string) error {
+func (h *HubClient) RefuseOutOfBand(ctx context.Context, name string) error {
 	mc, note, err := h.outOfBandCluster(ctx, name)
 	switch {
 	case err != nil:
@@ -124,9 +124,9 @@ func (h *Hub) RefuseOutOfBand(ctx context.Context, name string) error {
 
 // fleetNamespace tells whether namespace ns holds a fleet Hub. A cluster
 // joined out of band belongs to the hub's fleet, not to any namespace, so
-// list shows it in the Hub's namespace (and with -A). NewHub has usually
+// list shows it in the Hub's namespace (and with -A). NewHubClient has usually
 // looked already; otherwise (-n given) this asks.
-func (h *Hub) fleetNamespace(ctx context.Context, ns string) (bool, error) {
+func (h *HubClient) fleetNamespace(ctx context.Context, ns string) (bool, error) {
 	if h.hubNamespaces != nil {
 		return h.hubNamespaces[ns], nil
 	}

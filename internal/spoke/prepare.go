@@ -401,7 +401,7 @@ func oneSecret(secrets typedcorev1.SecretInterface, name string) cache.ListerWat
 // it may do all the join needs. New RBAC takes a moment to reach the
 // authorizer, so the permissions are asked again for a while.
 func checkAsAdd(ctx context.Context, path string, p *cli.Progress) (kubeconfig.Credential, error) {
-	n := newKubeconfig{File: path, MinLifetime: kubeconfig.DefaultMinLifetime}
+	n := spokeKubeconfig{File: path, MinLifetime: kubeconfig.DefaultMinLifetime}
 	if err := n.read(time.Now()); err != nil {
 		return kubeconfig.Credential{}, err
 	}

@@ -54,7 +54,7 @@ func (o *removalOptions) Validate() error {
 
 // spoke reads the Spoke to remove (nil when there is none) and refuses one
 // a Compute Pool manages or a cluster joined out of band.
-func (o *removalOptions) spoke(ctx context.Context, hub *Hub) (*fleetconfig.Spoke, error) {
+func (o *removalOptions) spoke(ctx context.Context, hub *HubClient) (*fleetconfig.Spoke, error) {
 	s, err := hub.Spoke(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func forceDeletePatch(s *fleetconfig.Spoke) []api.PatchOp {
 }
 
 // access is what applying the plan needs on the hub.
-func (p *removalPlan) access(h *Hub) []authz.Permission {
+func (p *removalPlan) access(h *HubClient) []authz.Permission {
 	var verbs []string
 	if p.ForceDelete == annotationSet {
 		verbs = append(verbs, "patch")
@@ -230,7 +230,7 @@ func (p *removalPlan) access(h *Hub) []authz.Permission {
 // applyRemoval makes the plan's writes: the annotation, the delete, the
 // values file. With --dry-run=client it sends nothing; with server the
 // writes are server dry runs; under both the file is left alone.
-func (h *Hub) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli.DryRun) error {
+func (h *HubClient) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli.DryRun) error {
 	if dryRun == cli.DryRunClient {
 		return nil
 	}
@@ -322,7 +322,7 @@ type removal struct {
 	Kind string
 	// Check refuses the removal of an existing Spoke, before anything
 	// changes; what it found is shown in the confirmation.
-	Check func(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) (evidence []string, err error)
+	Check func(ctx context.Context, hub *HubClient, s *fleetconfig.Spoke) (evidence []string, err error)
 	// Force annotates the Spoke for force-delete first.
 	Force bool
 	Wait  bool
@@ -336,7 +336,7 @@ type removal struct {
 
 // run reads and checks, plans, applies, warns, waits and prints.
 func (o *removalOptions) run(ctx context.Context, how removal) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 
 // refuseBlockedRemoval refuses, before anything changes, a removal the hub
 // would wait on forever (FindRemovalBlockers).
-func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) ([]string, error) {
+func refuseBlockedRemoval(ctx context.Context, hub *HubClient, s *fleetconfig.Spoke) ([]string, error) {
 	works, err := hub.ManifestWorks(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func refuseBlockedRemoval(ctx context.Context, hub *Hub, s *fleetconfig.Spoke) (
 // removalBlockers reads what FindRemovalBlockers needs beyond the works:
 // with forceClusterDrain and placement works, the placements and the
 // ManagedCluster's taints.
-func (h *Hub) removalBlockers(ctx context.Context, s *fleetconfig.Spoke, works []ocm.ManifestWork) (RemovalBlockers, error) {
+func (h *HubClient) removalBlockers(ctx context.Context, s *fleetconfig.Spoke, works []ocm.ManifestWork) (RemovalBlockers, error) {
 	var placements []ocm.Placement
 	var taints []ocm.Taint
 	if s.Spec.CleanupConfig.ForceClusterDrain && slices.ContainsFunc(works, func(w ocm.ManifestWork) bool { return w.IsPlacementWork() }) {

@@ -28,7 +28,7 @@ type RotateOptions struct {
 	// writeTarget's file, given with Secret, gets the spoke's entry pointed
 	// at the new secret too.
 	writeTarget
-	Kubeconfig newKubeconfig
+	Kubeconfig spokeKubeconfig
 	Secret     string
 
 	genericiooptions.IOStreams
@@ -65,7 +65,7 @@ func (r *RotateReport) table() cli.Table {
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{Kubeconfig: newKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, writeTarget: newWriteTarget(f), IOStreams: streams}
+	o := &RotateOptions{Kubeconfig: spokeKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, writeTarget: newWriteTarget(f), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
@@ -242,7 +242,7 @@ func (p *rotatePlan) fill(r *RotateReport, dryRun cli.DryRun) {
 
 // Run checks the new kubeconfig against the old one, then writes.
 func (o *RotateOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 // read runs every check that asks a cluster or the file system and gathers
 // the facts planRotate decides on, with the report of the old and new
 // credentials; it writes nothing.
-func (o *RotateOptions) read(ctx context.Context, hub *Hub) (*rotateFacts, *RotateReport, error) {
+func (o *RotateOptions) read(ctx context.Context, hub *HubClient) (*rotateFacts, *RotateReport, error) {
 	s, err := hub.ExistingSpoke(ctx, o.Name)
 	if err != nil {
 		return nil, nil, err
@@ -334,7 +334,7 @@ func noSecretToRotate(s *fleetconfig.Spoke) error {
 }
 
 // access is what applying the plan needs on the hub.
-func (p *rotatePlan) access(hub *Hub) []authz.Permission {
+func (p *rotatePlan) access(hub *HubClient) []authz.Permission {
 	verb := "update"
 	if p.Secret.Existing == nil {
 		verb = "create"
@@ -349,7 +349,7 @@ func (p *rotatePlan) access(hub *Hub) []authz.Permission {
 // apply writes the secret, points the Spoke at it when it is another, and
 // edits the values file. With --dry-run=client it sends nothing; with
 // server the writes are server dry runs; under both the file is left alone.
-func (o *RotateOptions) apply(ctx context.Context, hub *Hub, p *rotatePlan) error {
+func (o *RotateOptions) apply(ctx context.Context, hub *HubClient, p *rotatePlan) error {
 	if o.DryRun == cli.DryRunClient {
 		return nil
 	}
@@ -376,7 +376,7 @@ func (o *RotateOptions) apply(ctx context.Context, hub *Hub, p *rotatePlan) erro
 // unless it holds a kubeconfig of the same cluster and no other Spoke uses
 // it: anything else may be another spoke's credentials, or no kubeconfig at
 // all. It returns the secret as read (nil when there is none).
-func (o *RotateOptions) checkTarget(ctx context.Context, hub *Hub, id kubeconfig.Identity) (*corev1.Secret, error) {
+func (o *RotateOptions) checkTarget(ctx context.Context, hub *HubClient, id kubeconfig.Identity) (*corev1.Secret, error) {
 	next := "nothing was changed: pick a new name for --secret"
 	// Whether or not it exists: a purged secret is still named by its Spoke.
 	if err := hub.refuseSecretInUse(ctx, o.Secret, o.Name, next); err != nil {

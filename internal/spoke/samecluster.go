@@ -24,7 +24,7 @@ import (
 // its ManagedCluster, compared with the new cluster's own ClusterClaim. With
 // neither, or when anything cannot be read, it refuses (exit 3): a
 // credential never goes under a Spoke it could not be tied to.
-func (h *Hub) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, kc *kubeconfig.Kubeconfig, id kubeconfig.Identity) (string, error) {
+func (h *HubClient) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, kc *kubeconfig.Kubeconfig, id kubeconfig.Identity) (string, error) {
 	old, _, err := h.StoredKubeconfig(ctx, s)
 	var status apierrors.APIStatus
 	switch {

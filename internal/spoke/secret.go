@@ -53,7 +53,7 @@ func (w secretWrite) object() *corev1.Secret {
 
 // writeSecret creates the secret or updates the one read, never logging its
 // body.
-func (h *Hub) writeSecret(ctx context.Context, w secretWrite, dryRun cli.DryRun) error {
+func (h *HubClient) writeSecret(ctx context.Context, w secretWrite, dryRun cli.DryRun) error {
 	secrets := h.Kube.CoreV1().Secrets(w.Namespace)
 	var err error
 	if w.Existing == nil {

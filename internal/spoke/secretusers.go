@@ -12,7 +12,7 @@ import (
 // and every other Spoke's kubeconfig or Hosted-mode managedClusterKubeconfig
 // (spoke's own included). Writing a kubeconfig over it would replace
 // another component's credentials.
-func (h *Hub) secretUsers(ctx context.Context, name, spoke string) ([]string, error) {
+func (h *HubClient) secretUsers(ctx context.Context, name, spoke string) ([]string, error) {
 	var out []string
 	hubs, err := h.Hubs(ctx)
 	if err != nil {
@@ -40,7 +40,7 @@ func (h *Hub) secretUsers(ctx context.Context, name, spoke string) ([]string, er
 
 // refuseSecretInUse refuses writing spoke's kubeconfig into the secret
 // called name when anything else uses it, or when that cannot be checked.
-func (h *Hub) refuseSecretInUse(ctx context.Context, name, spoke, next string) error {
+func (h *HubClient) refuseSecretInUse(ctx context.Context, name, spoke, next string) error {
 	users, err := h.secretUsers(ctx, name, spoke)
 	if err != nil {
 		return exitcode.RefusedErrorf("whether anything else uses secret %s/%s cannot be checked: %w; %s", h.Namespace, name, err, next)

@@ -219,7 +219,7 @@ func (o *SetOptions) Validate() error {
 
 // Run patches the Spoke.
 func (o *SetOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}

@@ -297,7 +297,7 @@ func (o *StatusOptions) Validate() error {
 
 // Run reads the spoke and what belongs to it, and prints the report.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 
 // printOutOfBand reports a ManagedCluster that no Spoke of the namespace
 // registers; without one either, the spoke is not found.
-func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *Hub) error {
+func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *HubClient) error {
 	mc, note, err := hub.outOfBandCluster(ctx, o.Name)
 	if err != nil {
 		return err
@@ -350,7 +350,7 @@ func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *Hub) error {
 // credential reads the stored kubeconfig and describes its credential. A
 // kubeconfig the loader refuses is also returned as the error, so status
 // reports it and exits 3.
-func (h *Hub) credential(ctx context.Context, s *fleetconfig.Spoke) (*CredentialReport, error) {
+func (h *HubClient) credential(ctx context.Context, s *fleetconfig.Spoke) (*CredentialReport, error) {
 	if s.Spec.Kubeconfig.SecretReference == nil {
 		return nil, nil
 	}

@@ -119,7 +119,7 @@ func (o *ValuesDiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return cannotCompare(fmt.Errorf("%s: %w", o.file.Path, err))
 	}
-	hub, err := NewHub(ctx, o.f)
+	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return cannotCompare(err)
 	}

@@ -21,7 +21,7 @@ import (
 var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // watchOne lists and watches the one object of a resource named name.
-func (h *Hub) watchOne(gvr schema.GroupVersionResource, ns, name string) cache.ListerWatcher {
+func (h *HubClient) watchOne(gvr schema.GroupVersionResource, ns, name string) cache.ListerWatcher {
 	var ri dynamic.ResourceInterface = h.Dynamic.Resource(gvr)
 	if ns != "" {
 		ri = h.Dynamic.Resource(gvr).Namespace(ns)
@@ -39,7 +39,7 @@ func one(objs []any, into any) (bool, error) {
 
 // WaitJoined follows the Spoke's PHASE, then the ManagedCluster's JOINED
 // and AVAILABLE, until the spoke has joined and is available.
-func (h *Hub) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
+func (h *HubClient) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
 	err := cli.WaitFor(ctx, "spoke "+name, h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
@@ -65,7 +65,7 @@ func (h *Hub) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cl
 
 // waitClusterJoined follows the ManagedCluster's JOINED and AVAILABLE until
 // both are True.
-func (h *Hub) waitClusterJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
+func (h *HubClient) waitClusterJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
 	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var mc ocm.ManagedCluster
@@ -85,7 +85,7 @@ func (h *Hub) waitClusterJoined(ctx context.Context, name string, d cli.Deadline
 // UID is a new registration by a klusterlet still running on the spoke
 // (force-delete leaves it running), so the old one is gone; WaitGone says
 // so with again.
-func (h *Hub) WaitGone(ctx context.Context, name string, registered types.UID, d cli.Deadline, p *cli.Progress) (again bool, err error) {
+func (h *HubClient) WaitGone(ctx context.Context, name string, registered types.UID, d cli.Deadline, p *cli.Progress) (again bool, err error) {
 	err = cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke

@@ -9,10 +9,10 @@ import (
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
-// newKubeconfig is the --spoke-kubeconfig file add and rotate-kubeconfig
+// spokeKubeconfig is the --spoke-kubeconfig file add and rotate-kubeconfig
 // take. It is read and its credential checked in Validate, so a file that
 // is missing, malformed or short-lived is refused before any request.
-type newKubeconfig struct {
+type spokeKubeconfig struct {
 	File        string
 	MinLifetime time.Duration
 
@@ -20,7 +20,7 @@ type newKubeconfig struct {
 	credential kubeconfig.Credential
 }
 
-func (n *newKubeconfig) addFlags(cmd *cobra.Command, usage string) {
+func (n *spokeKubeconfig) addFlags(cmd *cobra.Command, usage string) {
 	cmd.Flags().StringVar(&n.File, "spoke-kubeconfig", "", usage)
 	cmd.Flags().DurationVar(&n.MinLifetime, "min-credential-lifetime", n.MinLifetime, "Refuse credentials that expire sooner than this.")
 	_ = cmd.MarkFlagRequired("spoke-kubeconfig")
@@ -28,7 +28,7 @@ func (n *newKubeconfig) addFlags(cmd *cobra.Command, usage string) {
 }
 
 // read loads the file and checks its credential against now.
-func (n *newKubeconfig) read(now time.Time) error {
+func (n *spokeKubeconfig) read(now time.Time) error {
 	if n.MinLifetime < 0 {
 		return exitcode.UsageErrorf("--min-credential-lifetime must not be negative")
 	}
@@ -45,6 +45,6 @@ func (n *newKubeconfig) read(now time.Time) error {
 
 // refused is err, a check of the new kubeconfig that failed, as a refusal
 // that names the file.
-func (n *newKubeconfig) refused(err error) error {
+func (n *spokeKubeconfig) refused(err error) error {
 	return exitcode.RefusedErrorf("%s: %w; nothing was changed", n.File, err)
 }
