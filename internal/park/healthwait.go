@@ -57,7 +57,7 @@ func healthCheckPhase(hcs []capi.MachineHealthCheck, workers []capi.Machine) Hea
 		}
 		healthy, expected := deref(h.Status.CurrentHealthy), deref(h.Status.ExpectedMachines)
 		if checked < len(picked) || healthy < expected {
-			ph.Pending = append(ph.Pending, fmt.Sprintf("%s: %d of %d healthy", h.Name, healthy, max(expected, int32(len(picked)))))
+			ph.Pending = append(ph.Pending, fmt.Sprintf("%s: %d of %d healthy", h.Name, healthy, max(int(expected), len(picked))))
 		}
 	}
 	ph.done = len(ph.Pending) == 0

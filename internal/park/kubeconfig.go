@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -174,7 +174,7 @@ func (o *KubeconfigOptions) Validate() error {
 		return exitcode.UsageErrorf("--duration goes with --role: the admin kubeconfig's credential does not expire")
 	}
 	if o.Role != "" {
-		if errs := path.IsValidPathSegmentName(o.Role); len(errs) > 0 || len(o.Role) > 253 {
+		if errs := content.IsPathSegmentName(o.Role); len(errs) > 0 || len(o.Role) > 253 {
 			return exitcode.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", o.Role)
 		}
 		if o.Duration < MinTokenDuration || o.Duration > MaxTokenDuration {

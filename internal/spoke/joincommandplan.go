@@ -30,7 +30,7 @@ const (
 	bootstrapTokenSeconds    = 3600
 	bootstrapSecretNamespace = "kube-system"
 	bootstrapSecretPrefix    = "bootstrap-token-"
-	bootstrapSecretSelector  = "app=cluster-manager"
+	bootstrapSecretSelector  = "app=cluster-manager" //nolint:gosec // G101: a label selector, no credential
 )
 
 // What `clusteradm accept` approves: a CSR labelled with the cluster's name,

@@ -34,8 +34,8 @@ func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
 	info, err := os.Stat(path)
 	assert.NilError(t, err)
 	st := info.Sys().(*syscall.Stat_t)
-	assert.Check(t, is.Equal(st.Uid, uint32(uid)))
-	assert.Check(t, is.Equal(st.Gid, uint32(gid)), "the group of the file it replaced")
+	assert.Check(t, is.Equal(int(st.Uid), uid))
+	assert.Check(t, is.Equal(int(st.Gid), gid), "the group of the file it replaced")
 	assert.Check(t, is.Equal(info.Mode()&(os.ModePerm|os.ModeSetgid), 0o664|os.ModeSetgid))
 }
 

@@ -183,7 +183,7 @@ func TestAdmitAnswersAsControllerRuntime(t *testing.T) {
 		assert.NilError(t, err)
 		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
 		assert.NilError(t, err)
-		defer resp.Body.Close()
+		defer func() { assert.Check(t, resp.Body.Close()) }()
 		var out admissionv1.AdmissionReview
 		assert.NilError(t, json.NewDecoder(resp.Body).Decode(&out))
 		assert.Equal(t, out.Response.UID, req.UID)
