@@ -23,14 +23,11 @@ import (
 
 // HealthOptions are the options of `kubectl spoke health`.
 type HealthOptions struct {
-	Names         []string
-	AllNamespaces bool
-	Selector      string
+	spokeSelection
 	// Deep reaches each spoke through its stored kubeconfig.
 	Deep          bool
 	MaxConcurrent int
 	SpokeTimeout  time.Duration
-	ChunkSize     int64
 	Output        *cli.Output
 
 	f *cli.Factory
@@ -39,7 +36,7 @@ type HealthOptions struct {
 
 // NewCmdHealth builds `kubectl spoke health`.
 func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &HealthOptions{MaxConcurrent: 16, SpokeTimeout: kubeconfig.ReachTimeout, ChunkSize: cli.DefaultChunkSize, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	o := &HealthOptions{spokeSelection: spokeSelection{ChunkSize: cli.DefaultChunkSize}, MaxConcurrent: 16, SpokeTimeout: kubeconfig.ReachTimeout, Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "health [NAME...]",
 		Short: "One table of every spoke's health; exit 1 when any spoke is unhealthy",
@@ -91,39 +88,26 @@ func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	}
 	o.Output.AddFlags(cmd)
 	o.Output.AddNoHeadersFlag(cmd)
+	o.spokeSelection.addFlags(cmd, "Only the spokes whose labels match this selector (clusters joined out of band have no Spoke to match).")
 	flags := cmd.Flags()
-	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "The spokes of every namespace; -n is ignored, as in kubectl get -A.")
-	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the spokes whose labels match this selector (clusters joined out of band have no Spoke to match).")
 	flags.BoolVar(&o.Deep, "deep", o.Deep, "Also reach each spoke through its stored kubeconfig: nodes, kube-system pods, pending CSRs, API server certificate.")
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "With --deep, how many spokes to reach at the same time.")
 	flags.DurationVar(&o.SpokeTimeout, "spoke-timeout", o.SpokeTimeout, "With --deep, how long one spoke may take, from the read of its Secret to its last answer.")
-	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	return cmd
 }
 
 // Complete reads the arguments.
 func (o *HealthOptions) Complete(_ *cobra.Command, args []string) error {
-	o.Names = args
+	o.complete(args)
 	return nil
 }
 
 // Validate rejects bad flags before any request.
 func (o *HealthOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Names...); err != nil {
-		return err
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
-		return err
-	}
-	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
+	if err := o.validate(o.f); err != nil {
 		return err
 	}
 	switch {
-	case o.Selector != "" && len(o.Names) > 0:
-		return exitcode.UsageErrorf("-l selects spokes: name them or select them, not both")
 	case o.MaxConcurrent < 1:
 		return exitcode.UsageErrorf("--max-concurrent must be at least 1, got %d", o.MaxConcurrent)
 	case o.SpokeTimeout <= 0:

@@ -252,10 +252,11 @@ func TestDeepHealthStalledSpokeHoldsNoOther(t *testing.T) {
 		kubeconfigSecret("fine-kubeconfig", mustRead(t, good.Kubeconfig)),
 	)}
 	spokes := []fleetconfig.Spoke{newSpoke("hangs"), newSpoke("fine")}
-	start := time.Now()
-	_, deep := hub.readDeep(context.Background(), spokes, 1, 500*time.Millisecond, now)
-	assert.Check(t, time.Since(start) < 3*time.Second, "took %s", time.Since(start))
-	assert.Check(t, is.Equal(deep["mural-system/hangs"].Error, "no answer within --spoke-timeout 500ms"))
+	// One at a time: were the stalled spoke not cut off at its timeout,
+	// readDeep would never reach the other (and the test would hang). The
+	// timeout leaves the healthy one room on a loaded machine.
+	_, deep := hub.readDeep(context.Background(), spokes, 1, 3*time.Second, now)
+	assert.Check(t, is.Equal(deep["mural-system/hangs"].Error, "no answer within --spoke-timeout 3s"))
 	assert.Check(t, is.DeepEqual(*deep["mural-system/fine"], DeepHealth{APIServerCert: deep["mural-system/fine"].APIServerCert}))
 	assert.Check(t, deep["mural-system/fine"].APIServerCert != nil, "read from the TLS handshake")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -72,7 +73,10 @@ func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout
 	d := &DeepHealth{}
 	if err := probeSpoke(ctx, kc, timeout, d); err != nil {
 		d.Error = scrub.URLs(err.Error())
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The client's own timeout may fire a moment before the context's:
+		// either way the spoke did not answer in time.
+		var netErr net.Error
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
 			d.Error = fmt.Sprintf("no answer within --spoke-timeout %s", timeout)
 		}
 	}

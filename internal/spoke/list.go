@@ -20,13 +20,8 @@ import (
 
 // ListOptions are the options of list and get.
 type ListOptions struct {
-	Names []string
-	// AllNamespaces (-A) lists the Spokes of every namespace.
-	AllNamespaces bool
-	// Selector (-l) keeps the Spokes whose labels match.
-	Selector  string
-	ChunkSize int64
-	Output    *cli.Output
+	spokeSelection
+	Output *cli.Output
 
 	f   *cli.Factory
 	hub *HubClient
@@ -34,7 +29,47 @@ type ListOptions struct {
 }
 
 func newListOptions(f *cli.Factory, streams genericiooptions.IOStreams) *ListOptions {
-	return &ListOptions{ChunkSize: cli.DefaultChunkSize, Output: cli.NewOutput(), f: f, IOStreams: streams}
+	return &ListOptions{spokeSelection: spokeSelection{ChunkSize: cli.DefaultChunkSize}, Output: cli.NewOutput(), f: f, IOStreams: streams}
+}
+
+// spokeSelection is which spokes list, get and health read: the named
+// ones or those -l matches, in one namespace or all (-A), a page at a time.
+type spokeSelection struct {
+	Names []string
+	// AllNamespaces (-A) reads the Spokes of every namespace.
+	AllNamespaces bool
+	// Selector (-l) keeps the Spokes whose labels match.
+	Selector  string
+	ChunkSize int64
+}
+
+func (s *spokeSelection) addFlags(cmd *cobra.Command, selectorUsage string) {
+	cmd.Flags().BoolVarP(&s.AllNamespaces, "all-namespaces", "A", s.AllNamespaces, "The spokes of every namespace; -n is ignored, as in kubectl get -A.")
+	cmd.Flags().StringVarP(&s.Selector, "selector", "l", s.Selector, selectorUsage)
+	cli.AddChunkSizeFlag(cmd, &s.ChunkSize)
+}
+
+// complete takes the names from the arguments.
+func (s *spokeSelection) complete(args []string) { s.Names = args }
+
+// validate rejects a bad selection before any request.
+func (s *spokeSelection) validate(f *cli.Factory) error {
+	if err := cli.ValidateNames(cli.ClusterName, s.Names...); err != nil {
+		return err
+	}
+	if err := f.ValidateNamespace(); err != nil {
+		return err
+	}
+	if err := cli.ValidateChunkSize(s.ChunkSize); err != nil {
+		return err
+	}
+	if err := cli.ValidateSelector("--selector", s.Selector); err != nil {
+		return err
+	}
+	if s.Selector != "" && len(s.Names) > 0 {
+		return exitcode.UsageErrorf("-l selects spokes: name them or select them, not both")
+	}
+	return nil
 }
 
 // NewCmdList builds `kubectl spoke list`.
@@ -105,33 +140,19 @@ func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 func (o *ListOptions) addFlags(cmd *cobra.Command) {
 	o.Output.AddFlags(cmd)
 	o.Output.AddNoHeadersFlag(cmd)
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the spokes of every namespace; -n is ignored, as in kubectl get -A.")
-	cmd.Flags().StringVarP(&o.Selector, "selector", "l", o.Selector, "Only the spokes whose labels match this selector (e.g. -l env=prod,team!=ml).")
-	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
+	o.spokeSelection.addFlags(cmd, "Only the spokes whose labels match this selector (e.g. -l env=prod,team!=ml).")
 }
 
 // Complete reads the arguments.
 func (o *ListOptions) Complete(_ *cobra.Command, args []string) error {
-	o.Names = args
+	o.complete(args)
 	return nil
 }
 
 // Validate rejects bad flags before any request.
 func (o *ListOptions) Validate() error {
-	if err := cli.ValidateNames(cli.ClusterName, o.Names...); err != nil {
+	if err := o.validate(o.f); err != nil {
 		return err
-	}
-	if err := o.f.ValidateNamespace(); err != nil {
-		return err
-	}
-	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
-		return err
-	}
-	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
-		return err
-	}
-	if o.Selector != "" && len(o.Names) > 0 {
-		return exitcode.UsageErrorf("-l selects spokes: name them or select them, not both")
 	}
 	return o.Output.Validate()
 }
