@@ -61,7 +61,7 @@ func TestLeastPrivilegeNode(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
 	}
 
-	fewer, err := harness.WithoutVerb(roles, "verbs: [get, list, patch]", "patch")
+	fewer, err := harness.WithoutVerb(roles, "resources: [nodes]\n  verbs: [get, list, patch]", "patch")
 	assert.NilError(t, err)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "nodes"))
@@ -107,7 +107,7 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 		t.Logf("%v: denied: %s", args, strings.TrimSpace(r.Stderr))
 	}
 
-	fewer, err := harness.WithoutVerb(roles, "verbs: [get, patch]", "patch")
+	fewer, err := harness.WithoutVerb(roles, "resources: [managedclusters]\n  verbs: [get, list, patch]", "patch")
 	assert.NilError(t, err)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "managedclusters.cluster.open-cluster-management.io"))

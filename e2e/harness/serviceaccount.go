@@ -69,14 +69,20 @@ func PluginRBAC(plugin string) (string, error) {
 	return string(data), err
 }
 
-// WithoutVerb is an RBAC manifest with one verb taken out of the rule whose
-// verbs line is exactly verbs (e.g. "verbs: [get, patch]"): the role minus one
-// permission.
-func WithoutVerb(manifest, verbs, verb string) (string, error) {
-	if strings.Count(manifest, verbs) != 1 {
-		return "", fmt.Errorf("the manifest has not exactly one %q", verbs)
+// WithoutVerb is an RBAC manifest with one verb taken out of one rule: the
+// role minus one permission. rule is the text that ends with the rule's
+// verbs line and occurs once in the manifest, e.g.
+// "resources: [nodes]\n  verbs: [get, list, patch]".
+func WithoutVerb(manifest, rule, verb string) (string, error) {
+	if strings.Count(manifest, rule) != 1 {
+		return "", fmt.Errorf("the manifest has not exactly one %q", rule)
 	}
-	inner := strings.TrimSuffix(strings.TrimPrefix(verbs, "verbs: ["), "]")
+	head, verbs := "", rule
+	if i := strings.LastIndex(rule, "\n"); i >= 0 {
+		head, verbs = rule[:i+1], rule[i+1:]
+	}
+	indent := verbs[:len(verbs)-len(strings.TrimLeft(verbs, " "))]
+	inner := strings.TrimSuffix(strings.TrimPrefix(strings.TrimLeft(verbs, " "), "verbs: ["), "]")
 	var kept []string
 	for _, v := range strings.Split(inner, ", ") {
 		if v != verb {
@@ -84,9 +90,9 @@ func WithoutVerb(manifest, verbs, verb string) (string, error) {
 		}
 	}
 	if len(kept) == 0 {
-		return "", fmt.Errorf("%q without %s is no rule", verbs, verb)
+		return "", fmt.Errorf("%q without %s is no rule", rule, verb)
 	}
-	return strings.Replace(manifest, verbs, "verbs: ["+strings.Join(kept, ", ")+"]", 1), nil
+	return strings.Replace(manifest, rule, head+indent+"verbs: ["+strings.Join(kept, ", ")+"]", 1), nil
 }
 
 // WaitCanI waits until `kubectl auth can-i ARGS`, run as cmd's user, answers
