@@ -30,7 +30,7 @@ var demoShop = fixture.Docs(
 // demoFleet binds the default cluster set (every joined cluster) to apps,
 // where a placement drops drained clusters and one tolerates every taint,
 // each with a ManifestWorkReplicaSet; and a work made by hand on spoke-1.
-const demoFleet = `
+var demoFleet = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: apps}
@@ -40,37 +40,12 @@ kind: ManagedClusterSetBinding
 metadata: {name: default, namespace: apps}
 spec: {clusterSet: default}
 ---
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: shop, namespace: apps}
-spec: {}
----
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: monitoring, namespace: apps}
-spec:
-  tolerations: [{operator: Exists}]
----
-apiVersion: work.open-cluster-management.io/v1alpha1
-kind: ManifestWorkReplicaSet
-metadata: {name: shop, namespace: apps}
-spec:
-  placementRefs: [{name: shop}]
-  manifestWorkTemplate:
-    workload:
-      manifests:
-      - {apiVersion: v1, kind: ConfigMap, metadata: {name: shop, namespace: default}}
----
-apiVersion: work.open-cluster-management.io/v1alpha1
-kind: ManifestWorkReplicaSet
-metadata: {name: monitoring, namespace: apps}
-spec:
-  placementRefs: [{name: monitoring}]
-  manifestWorkTemplate:
-    workload:
-      manifests:
-      - {apiVersion: v1, kind: ConfigMap, metadata: {name: monitoring, namespace: default}}
----
+` + fixture.Docs(
+	fixture.Placement("apps", "shop", "{}"),
+	fixture.Placement("apps", "monitoring", "{tolerations: [{operator: Exists}]}"),
+	fixture.WorkReplicaSet("apps", "shop"),
+	fixture.WorkReplicaSet("apps", "monitoring"),
+) + `---
 apiVersion: work.open-cluster-management.io/v1
 kind: ManifestWork
 metadata: {name: debug-tools, namespace: spoke-1}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
@@ -41,22 +42,8 @@ spec: {clusterSet: %[1]s}
 `, set, ns)
 }
 
-// replicaSet is a ManifestWorkReplicaSet named like its placement that puts
-// the ConfigMap default/<name> on every cluster the placement selects.
-func replicaSet(ns, name string) string {
-	return fmt.Sprintf(`
----
-apiVersion: work.open-cluster-management.io/v1alpha1
-kind: ManifestWorkReplicaSet
-metadata: {name: %[2]s, namespace: %[1]s}
-spec:
-  placementRefs: [{name: %[2]s}]
-  manifestWorkTemplate:
-    workload:
-      manifests:
-      - {apiVersion: v1, kind: ConfigMap, metadata: {name: %[2]s, namespace: default}}
-`, ns, name)
-}
+// replicaSet is fixture.WorkReplicaSet as the next document of a stream.
+func replicaSet(ns, name string) string { return "\n---\n" + fixture.WorkReplicaSet(ns, name) + "\n" }
 
 // fleet on spoke-a: a placement that drops tainted clusters, one that
 // tolerates every taint, a replica set for each, and a work made by hand.

@@ -202,20 +202,7 @@ func TestHealth(t *testing.T) {
 	assert.Check(t, rows["health-ok"].Healthy)
 
 	// The spoke's API server stops: its agent reports Available False.
-	wasAvailable := availableManagedClusters(t)
-	assert.NilError(t, spoke2.Stop(ctx(t)))
-	t.Cleanup(func() {
-		if !assert.Check(t, spoke2.Start(ctx(t))) {
-			return
-		}
-		var back []string
-		for _, name := range wasAvailable {
-			if managedCluster(t, name) != nil {
-				back = append(back, name)
-			}
-		}
-		waitAvailable(t, back...)
-	})
+	stopUntilCleanup(t, spoke2)
 	waitDark(t, "health-purged", "False", ocm.TaintUnavailable)
 	r, rows = health(t, "health-purged")
 	assert.Equal(t, r.ExitCode, 1, r)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
@@ -85,19 +86,10 @@ func unjoinByHand(t *testing.T, name string) {
 
 // joinerBindings give the ServiceAccount spokekit-ops/joiner the base roles
 // of rbac.yaml only.
-const joinerBindings = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: spokekit-spoke-joiner}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: spokekit-spoke}
-subjects: [{kind: ServiceAccount, name: joiner, namespace: spokekit-ops}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: spokekit-spoke-joiner, namespace: mural-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: spokekit-spoke-release}
-subjects: [{kind: ServiceAccount, name: joiner, namespace: spokekit-ops}]
-`
+var joinerBindings = fixture.Docs(
+	fixture.Binding("", "spokekit-spoke-joiner", "spokekit-spoke", "spokekit-ops/joiner"),
+	fixture.Binding(releaseNamespace, "spokekit-spoke-joiner", "spokekit-spoke-release", "spokekit-ops/joiner"),
+)
 
 // optInBindings add the opt-in roles join-command and --accept need.
 const optInBindings = `

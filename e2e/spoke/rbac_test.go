@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
@@ -17,25 +18,11 @@ import (
 // the cluster-wide one everywhere, the release one and the opt-in Secret
 // writer in the release namespace only. The per-Secret Roles and the
 // per-cluster ManifestWork bindings are made as the refused commands say.
-const spokeBindings = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: spokekit-spoke-operator}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: spokekit-spoke}
-subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: spokekit-spoke-operator, namespace: mural-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: spokekit-spoke-release}
-subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: spokekit-spoke-secret-writer-operator, namespace: mural-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: spokekit-spoke-secret-writer}
-subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
-`
+var spokeBindings = fixture.Docs(
+	fixture.Binding("", "spokekit-spoke-operator", "spokekit-spoke", "spokekit-ops/operator"),
+	fixture.Binding(releaseNamespace, "spokekit-spoke-operator", "spokekit-spoke-release", "spokekit-ops/operator"),
+	fixture.Binding(releaseNamespace, "spokekit-spoke-secret-writer-operator", "spokekit-spoke-secret-writer", "spokekit-ops/operator"),
+)
 
 // otherSecrets are Secrets of the release namespace the plugin did not
 // write for the operator: the Hub's kubeconfig, a Helm release record and

@@ -55,6 +55,27 @@ func waitConfigMap(t *testing.T, c *harness.Cluster, name string, exists bool) {
 	assert.NilError(t, err, "ConfigMap default/%s on %s, want exists=%v", name, c.Name, exists)
 }
 
+// stopUntilCleanup stops c's API server for the rest of the test; the
+// cleanup starts it again and waits until the clusters that were available
+// before (and still exist) are available again, so later tests find them so.
+func stopUntilCleanup(t *testing.T, c *harness.Cluster) {
+	t.Helper()
+	wasAvailable := availableManagedClusters(t)
+	assert.NilError(t, c.Stop(ctx(t)))
+	t.Cleanup(func() {
+		if !assert.Check(t, c.Start(ctx(t))) {
+			return
+		}
+		var back []string
+		for _, name := range wasAvailable {
+			if managedCluster(t, name) != nil {
+				back = append(back, name)
+			}
+		}
+		waitAvailable(t, back...)
+	})
+}
+
 // waitDark waits until the hub reports the cluster's Available condition
 // as status and has tainted it with taint (which follows the condition).
 func waitDark(t *testing.T, name, status, taint string) {
@@ -122,20 +143,7 @@ func TestForceRemoveUnreachableSpoke(t *testing.T) {
 	r = spoke(t, "force-remove", "doomed")
 	assert.Equal(t, r.ExitCode, 3, "no terminal, no --yes: %s", r)
 
-	wasAvailable := availableManagedClusters(t)
-	assert.NilError(t, spoke2.Stop(ctx(t)))
-	t.Cleanup(func() {
-		if !assert.Check(t, spoke2.Start(ctx(t))) {
-			return
-		}
-		var back []string
-		for _, name := range wasAvailable {
-			if managedCluster(t, name) != nil {
-				back = append(back, name)
-			}
-		}
-		waitAvailable(t, back...)
-	})
+	stopUntilCleanup(t, spoke2)
 	waitDark(t, "doomed", "False", ocm.TaintUnavailable)
 	phase := "Unhealthy"
 	if mode == fleet.ModeUnified {
