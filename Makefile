@@ -89,7 +89,7 @@ e2e-tools: ## Build the pinned control-plane, kubectl, kwok, controller-gen, kre
 	e2e/tools/build.sh $(TOOLS_BIN)
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
-	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 45m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
+	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 60m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
 
 generate: ## Regenerate the Spoke and Hub CRDs from internal/api
 	e2e/tools/build.sh $(TOOLS_BIN) controller-gen
