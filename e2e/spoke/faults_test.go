@@ -170,11 +170,20 @@ func TestFaultForceRemoveDeleteFails(t *testing.T) {
 	assert.Equal(t, s.GetAnnotations()[fleetconfig.ForceDeleteAnnotation], "true")
 	assert.Check(t, s.GetDeletionTimestamp() == nil, "not deleted")
 
+	old := managedCluster(t, "fault-force")
 	r = spoke(t, args...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "gone"), r)
 	assert.Check(t, spokeObject(t, "fault-force") == nil)
-	assert.Check(t, managedCluster(t, "fault-force") == nil)
+	if mc := managedCluster(t, "fault-force"); mc != nil {
+		// force-delete leaves the klusterlet running (upstream does), and
+		// with its bootstrap credential it may register again: a new
+		// ManagedCluster, not accepted, which the command names.
+		assert.Check(t, old == nil || mc.GetUID() != old.GetUID(), "the ManagedCluster force-remove deleted is gone")
+		accepted, _, _ := unstructured.NestedBool(mc.Object, "spec", "hubAcceptsClient")
+		assert.Check(t, !accepted)
+		assert.Check(t, is.Contains(r.Stderr, "still runs and registered again"), r)
+	}
 	_, err := hub.Kube.CoreV1().Namespaces().Get(ctx(t), "fault-force", metav1.GetOptions{})
 	assert.Check(t, apierrors.IsNotFound(err), "the cluster namespace is gone: %v", err)
 }
