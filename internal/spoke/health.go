@@ -88,7 +88,7 @@ func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	}
 	o.Output.AddFlags(cmd)
 	o.Output.AddNoHeadersFlag(cmd)
-	o.spokeSelection.addFlags(cmd, "Only the spokes whose labels match this selector (clusters joined out of band have no Spoke to match).")
+	o.addFlags(cmd, "Only the spokes whose labels match this selector (clusters joined out of band have no Spoke to match).")
 	flags := cmd.Flags()
 	flags.BoolVar(&o.Deep, "deep", o.Deep, "Also reach each spoke through its stored kubeconfig: nodes, kube-system pods, pending CSRs, API server certificate.")
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "With --deep, how many spokes to reach at the same time.")
