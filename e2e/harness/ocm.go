@@ -53,9 +53,10 @@ var (
 )
 
 // OCMHub is a hub cluster running upstream's registration controller,
-// registration webhook (it sets a taint's timeAdded), placement controller
-// and work manager (with ManifestWorkReplicaSets), and the klusterlet agents
-// of the clusters that joined it.
+// registration webhook (it sets a taint's timeAdded), placement controller,
+// work manager (with ManifestWorkReplicaSets) and add-on manager (it renders
+// template add-ons into ManifestWorks and reports their availability), and
+// the klusterlet agents of the clusters that joined it.
 type OCMHub struct {
 	*Cluster
 	bin string
@@ -111,6 +112,7 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 		{"registration", "controller"},
 		{"placement", "controller"},
 		{"work", "manager", "--feature-gates=ManifestWorkReplicaSet=true"},
+		{"addon", "manager"},
 	} {
 		ports, err := h.env.reservePorts(1)
 		if err != nil {

@@ -11,9 +11,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,40 +34,18 @@ func health(t *testing.T, args ...string) (harness.Result, map[string]spokecmd.H
 	return r, rows
 }
 
-// addOnAgentNamespace is where OCM's agent looks for an add-on's lease on
-// the spoke (its default install namespace).
-const addOnAgentNamespace = "open-cluster-management-agent-addon"
-
-// runAgentAddOn plays the fleetconfig-controller-agent add-on's agent,
-// which the test bed does not run, on each spoke of c: in addon mode it
-// creates the Lease the add-on's agent renews, and waits until OCM's own
-// registration agent reports each cluster's add-on Available from it (the
-// lease holds for five minutes, OCM's grace period).
-func runAgentAddOn(t *testing.T, c *harness.Cluster, clusters ...string) {
+// waitAgentAddOn waits, in addon mode, until OCM reports the agent add-on
+// of each cluster with the Available status want: its add-on manager from
+// the add-on's applied work, its registration controller (Unknown) once the
+// cluster's agent went silent.
+func waitAgentAddOn(t *testing.T, want string, clusters ...string) {
 	t.Helper()
 	if mode != fleet.ModeAddon {
 		return
 	}
-	_, err := c.Kube.CoreV1().Namespaces().Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addOnAgentNamespace}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		assert.NilError(t, err)
-	}
-	leases := c.Kube.CoordinationV1().Leases(addOnAgentNamespace)
-	renewed := metav1.NewMicroTime(time.Now())
-	l, err := leases.Get(ctx(t), fleet.AgentAddOn, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = leases.Create(ctx(t), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fleet.AgentAddOn, Namespace: addOnAgentNamespace},
-			Spec: coordinationv1.LeaseSpec{RenewTime: &renewed}}, metav1.CreateOptions{})
-	case err == nil:
-		l.Spec.RenewTime = &renewed
-		_, err = leases.Update(ctx(t), l, metav1.UpdateOptions{})
-	}
-	assert.NilError(t, err)
 	for _, cluster := range clusters {
 		addOns := hub.Dynamic.Resource(ocm.ManagedClusterAddOnResource).Namespace(cluster)
-		// OCM's agent checks add-on leases every 30 s.
-		err := wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			a, err := addOns.Get(ctx, fleet.AgentAddOn, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -78,17 +53,17 @@ func runAgentAddOn(t *testing.T, c *harness.Cluster, clusters ...string) {
 			conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
 			for _, x := range conds {
 				if m, _ := x.(map[string]any); m["type"] == "Available" {
-					return m["status"] == "True", nil
+					return m["status"] == want, nil
 				}
 			}
 			return false, nil
 		})
-		assert.NilError(t, err, "OCM reports the add-on %s of %s Available", fleet.AgentAddOn, cluster)
+		assert.NilError(t, err, "OCM reports the add-on %s of %s Available %s", fleet.AgentAddOn, cluster, want)
 	}
 }
 
 // Health of spokes in the states the test bed can make, through the real
-// OCM agents: joined (with the add-on manager's part played by the test),
+// OCM agents: joined (its agent add-on made Available by OCM's add-on manager),
 // out of band, credential purged, agent stopped (Available Unknown), a
 // spoke whose API server stalls under --deep, and a stopped spoke API
 // server (Available False). It stops spoke-2's control plane and starts it
@@ -136,15 +111,7 @@ func TestHealth(t *testing.T) {
 	waitAvailable(t, "health-ok", "health-oob")
 
 	names := []string{"health-ok", "health-purged", "health-oob"}
-	if mode == fleet.ModeAddon {
-		// No add-on manager runs here: the agent add-on has no Available
-		// condition yet, which health reports.
-		r, rows := health(t, "health-ok")
-		assert.Equal(t, r.ExitCode, 1, r)
-		assert.Check(t, is.DeepEqual(rows["health-ok"].AddOnsNotAvailable, []string{fleet.AgentAddOn}))
-	}
-	runAgentAddOn(t, spoke1, "health-ok", "health-stall")
-	runAgentAddOn(t, spoke2, "health-purged")
+	waitAgentAddOn(t, "True", "health-ok", "health-stall", "health-purged")
 	r, rows := health(t, names...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	ok := rows["health-ok"]
@@ -191,13 +158,17 @@ func TestHealth(t *testing.T) {
 
 	// The agent stops: the hub marks the cluster Unknown once its lease ran out.
 	addAndJoin(t, "health-silent", spoke1)
-	runAgentAddOn(t, spoke1, "health-silent")
+	waitAgentAddOn(t, "True", "health-silent")
 	assert.Check(t, hub.StopAgent("health-silent"))
 	waitDark(t, "health-silent", "Unknown", ocm.TaintUnreachable)
+	waitAgentAddOn(t, "Unknown", "health-silent")
 	r, rows = health(t, "health-silent", "health-ok")
 	assert.Equal(t, r.ExitCode, 1, r)
 	silent := rows["health-silent"]
 	assert.Check(t, is.Equal(silent.Available, "Unknown"))
+	if mode == fleet.ModeAddon {
+		assert.Check(t, is.DeepEqual(silent.AddOnsNotAvailable, []string{fleet.AgentAddOn}))
+	}
 	assert.Check(t, is.Contains(strings.Join(silent.Problems, "; "), "Registration agent stopped updating its lease"), "%+v", silent)
 	assert.Check(t, rows["health-ok"].Healthy)
 

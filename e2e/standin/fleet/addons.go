@@ -14,10 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// agentWorkName is the name OCM's add-on framework gives an add-on's
-// ManifestWork in the cluster namespace.
-const agentWorkName = "addon-" + AgentAddOn + "-deploy-0"
-
 // enableAddOns is upstream's handleSpokeAddons on the hub: a
 // ManagedClusterAddOn for each listed add-on (what `clusteradm addon
 // enable` creates), those no longer listed disabled. It returns the
@@ -40,49 +36,13 @@ func (f *Fleet) enableAddOns(ctx context.Context, s *spoke) ([]string, error) {
 			"metadata": map[string]any{"name": name, "namespace": s.Name},
 			"spec":     map[string]any{},
 		}}
-		got, err := f.dyn.Resource(addOnGVR).Namespace(s.Name).Create(ctx, mca, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			got, err = f.dyn.Resource(addOnGVR).Namespace(s.Name).Get(ctx, name, metav1.GetOptions{})
-		}
-		if err != nil {
+		// OCM's add-on manager renders the add-on's template into its work.
+		_, err := f.dyn.Resource(addOnGVR).Namespace(s.Name).Create(ctx, mca, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("enabling add-on %s: %w", name, err)
-		}
-		if name == AgentAddOn {
-			if err := f.deployAgent(ctx, s.Name, got); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return want, nil
-}
-
-// deployAgent creates the agent add-on's ManifestWork, owned by its
-// ManagedClusterAddOn, in place of OCM's add-on manager rendering the
-// add-on's template: a ConfigMap stands for the agent's Deployment (kwok
-// spokes run no pods), in the agent namespace the join made.
-func (f *Fleet) deployAgent(ctx context.Context, cluster string, mca *unstructured.Unstructured) error {
-	w := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": manifestWorkGVR.GroupVersion().String(), "kind": "ManifestWork",
-		"metadata": map[string]any{
-			"name": agentWorkName, "namespace": cluster,
-			"labels": map[string]any{addOnNameLabel: AgentAddOn},
-			"ownerReferences": []any{map[string]any{
-				"apiVersion": addOnGVR.GroupVersion().String(), "kind": managedClusterAddOnKind,
-				"name": mca.GetName(), "uid": string(mca.GetUID()), "blockOwnerDeletion": true, "controller": true,
-			}},
-		},
-		"spec": map[string]any{"workload": map[string]any{"manifests": []any{map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			// One spoke API server may carry several test clusters: one agent each.
-			"metadata": map[string]any{"name": AgentAddOn + "-" + cluster, "namespace": f.namespace},
-			"data":     map[string]any{"spokeName": cluster},
-		}}}},
-	}}
-	_, err := f.dyn.Resource(manifestWorkGVR).Namespace(cluster).Create(ctx, w, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("deploying the %s add-on to %s: %w", AgentAddOn, cluster, err)
-	}
-	return nil
 }
 
 // disableAddOn deletes the add-on's ManagedClusterAddOn, as `clusteradm

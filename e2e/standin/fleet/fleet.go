@@ -17,11 +17,12 @@
 //   - ModeUnified: the hub does everything, reaching the spoke with the
 //     Spoke's kubeconfig on every reconcile.
 //
-// The spoke-side agent: kwok spokes run no pods, so the agent add-on's
-// ManifestWork (applied on the spoke by the real work agent) carries a
-// ConfigMap in place of the agent's Deployment, and the agent itself is a
-// goroutine of this package (agent.go). It starts once the work agent has
-// applied that work and acts on the spoke with the credential the add-on was
+// The spoke-side agent: the agent add-on is an AddOnTemplate, as in the
+// chart, which OCM's own add-on manager renders into a ManifestWork; kwok
+// spokes run no pods, so the template carries a ConfigMap in place of the
+// agent's Deployment, and the agent itself is a goroutine of this package
+// (agent.go). It starts once the spoke's real work agent has applied that
+// work and acts on the spoke with the credential the add-on was
 // installed with (the kubeconfig the join used), never with the Spoke's
 // Secret, which may be gone; it reads and writes the Spoke on the hub with
 // the hub's admin client (the real agent has its own add-on credential).
@@ -33,9 +34,9 @@
 // Reconciles follow controller-runtime's rhythm: a Spoke is reconciled when
 // it changes (seen within a fraction of a second), again soon after a step
 // that waits or fails, and otherwise every Options.Requeue (upstream's 30 s).
-// It never writes a ManagedCluster's status, placement decisions or the
-// ManifestWorks of anything but the agent add-on: the hub's controllers and
-// the agents do.
+// It never writes a ManagedCluster's status, placement decisions, an
+// add-on's status or a ManifestWork (a force-delete aside, which deletes
+// them): the hub's controllers and the agents do.
 //
 // It knows the upstream names from upstream, spelled here, never from the
 // plugins' packages, so a wrong name in a plugin fails a test; it imports
@@ -111,6 +112,7 @@ var (
 	manifestWorkGVR   = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "manifestworks"}
 	clusterAddOnGVR   = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "clustermanagementaddons"}
 	addOnGVR          = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "managedclusteraddons"}
+	addOnTemplateGVR  = schema.GroupVersionResource{Group: "addon.open-cluster-management.io", Version: "v1alpha1", Resource: "addontemplates"}
 )
 
 // Mode is how the FleetConfig controller runs (the chart's addonMode).
@@ -283,25 +285,54 @@ func ModeFromEnv() (Mode, error) {
 }
 
 // registerAgentAddOn makes the hub's add-on list say the mode, as the
-// chart does: the agent's ClusterManagementAddOn exists in addon mode only.
+// chart does: in addon mode only, the agent's AddOnTemplate and its
+// ClusterManagementAddOn (installed by hand, per Spoke), from which OCM's
+// add-on manager renders each enabled cluster's work
+// (addon-fleetconfig-controller-agent-deploy-0) and reports the add-on's
+// availability. kwok spokes run no pods: a ConfigMap stands for the agent's
+// Deployment, in the release namespace the join made on the spoke.
 func (f *Fleet) registerAgentAddOn(ctx context.Context) error {
-	cmas := f.dyn.Resource(clusterAddOnGVR)
+	cmas, templates := f.dyn.Resource(clusterAddOnGVR), f.dyn.Resource(addOnTemplateGVR)
 	if f.mode == ModeUnified {
-		if err := cmas.Delete(ctx, AgentAddOn, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing ClusterManagementAddOn %s: %w", AgentAddOn, err)
+		for _, ri := range []dynamic.NamespaceableResourceInterface{cmas, templates} {
+			if err := ri.Delete(ctx, AgentAddOn, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("removing the %s add-on: %w", AgentAddOn, err)
+			}
 		}
 		return nil
 	}
+	template := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": addOnTemplateGVR.GroupVersion().String(), "kind": "AddOnTemplate",
+		"metadata": map[string]any{"name": AgentAddOn},
+		"spec": map[string]any{
+			"addonName": AgentAddOn,
+			"agentSpec": map[string]any{"workload": map[string]any{"manifests": []any{map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				// One spoke API server may carry several test clusters: one agent each.
+				"metadata": map[string]any{"name": AgentAddOn + "-{{CLUSTER_NAME}}", "namespace": f.namespace},
+				"data":     map[string]any{"spokeName": "{{CLUSTER_NAME}}"},
+			}}}},
+		},
+	}}
 	cma := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": clusterAddOnGVR.GroupVersion().String(), "kind": "ClusterManagementAddOn",
 		"metadata": map[string]any{"name": AgentAddOn},
 		"spec": map[string]any{
-			"addOnMeta":       map[string]any{"displayName": "FleetConfig controller agent"},
+			"addOnMeta": map[string]any{"displayName": "FleetConfig controller agent"},
+			"supportedConfigs": []any{map[string]any{
+				"group": addOnTemplateGVR.Group, "resource": addOnTemplateGVR.Resource,
+				"defaultConfig": map[string]any{"name": AgentAddOn},
+			}},
 			"installStrategy": map[string]any{"type": "Manual"},
 		},
 	}}
-	if _, err := cmas.Create(ctx, cma, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("registering ClusterManagementAddOn %s: %w", AgentAddOn, err)
+	for _, o := range []struct {
+		ri  dynamic.NamespaceableResourceInterface
+		obj *unstructured.Unstructured
+	}{{templates, template}, {cmas, cma}} {
+		if _, err := o.ri.Create(ctx, o.obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("registering %s %s: %w", o.obj.GetKind(), AgentAddOn, err)
+		}
 	}
 	return nil
 }

@@ -1,11 +1,12 @@
 // Command ocm runs the Open Cluster Management components the end-to-end
 // tests need, from the pinned upstream module, as one binary (a single link
-// instead of four on a 2-core machine):
+// instead of five on a 2-core machine):
 //
 //	ocm registration controller            upstream `registration controller`
 //	ocm registration webhook-server        upstream's ManagedCluster webhooks, see below
 //	ocm placement controller               upstream `placement controller`
 //	ocm work manager                       upstream `work manager` (ManifestWorkReplicaSets)
+//	ocm addon manager                      upstream `addon manager` (add-on templates, install strategies)
 //	ocm registration-operator agent        upstream `registration-operator agent` (registration and work agents)
 //
 // Every command except webhook-server is upstream's cobra command as it is.
@@ -57,6 +58,7 @@ func main() {
 		group("registration", hub.NewRegistrationController(), webhookServer()),
 		group("placement", hub.NewPlacementController()),
 		group("work", hub.NewWorkController()),
+		group("addon", hub.NewAddonManager()),
 		group("registration-operator", spoke.NewKlusterletAgentCmd()),
 	)
 	if err := root.Execute(); err != nil {
