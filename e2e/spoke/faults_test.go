@@ -156,12 +156,12 @@ func TestFaultRotateIntoNewSecret(t *testing.T) {
 }
 
 func TestFaultForceRemoveDeleteFails(t *testing.T) {
-	r := spoke(t, "add", "fault-force", "--spoke-kubeconfig", spoke1.Kubeconfig, "--apply")
-	assert.Equal(t, r.ExitCode, 0, r)
+	// Joined: the ManagedCluster force-remove deletes is there before it runs.
+	addAndJoin(t, "fault-force", spoke1)
 	viaFault := throughFault(t, &harness.Fault{Method: "DELETE", PathContains: "/spokes/fault-force", Action: harness.Unavailable})
 	args := []string{"force-remove", "fault-force", "--yes", "--even-if-reachable", "--timeout", "2m"}
 
-	r = viaFault(args...)
+	r := viaFault(args...)
 	assert.Equal(t, r.ExitCode, 1, r)
 	assert.Check(t, is.Contains(r.Stderr, "deleting Spoke mural-system/fault-force"), r)
 	assert.Check(t, is.Contains(r.Stderr, "it is annotated for force-delete: run the same command again"), r)
