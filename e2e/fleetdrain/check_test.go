@@ -136,30 +136,11 @@ func TestCheckFindsEachKindOfFinding(t *testing.T) {
 func TestCheckClearPool(t *testing.T) {
 	c := tenant.get(t)
 	addNodes(t, c, "check-clear", "check-clear-1")
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
-apiVersion: v1
-kind: Namespace
-metadata: {name: check-clear}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: check-clear}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      nodeSelector: {pool: check-clear}
-      containers: [{name: c, image: nginx}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: web, namespace: check-clear}
-spec:
-  maxUnavailable: 1
-  selector: {matchLabels: {app: web}}
-`))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(
+		fixture.Namespace("check-clear"),
+		fixture.Workload{Namespace: "check-clear", Name: "web", Replicas: 2, Pool: "check-clear"}.YAML(),
+		fixture.Budget("check-clear", "web", "web", "maxUnavailable: 1"),
+	)))
 	waitPods(t, c, "check-clear", "app=web", "web ready", func(r map[string]int) bool { return total(r) == 2 })
 	waitBudget(t, c, "check-clear", "web", 1)
 	r := kubectl(t, c, "fleetdrain", "check", "check-clear-1")

@@ -12,6 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 )
 
@@ -33,12 +34,7 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	c := f.hub.Cluster
 	// Now one of the two clusters only, and a work with a manifest: the
 	// work agent reports an empty one's Available as Unknown.
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), `
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: web, namespace: guard}
-spec: {numberOfClusters: 1}
-`+replicaSet("guard", "web")))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSet("guard", "web"))))
 	var selected, spare string
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
 		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
