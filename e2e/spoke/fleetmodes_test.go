@@ -114,20 +114,30 @@ func TestWebhookRefusesImmutableChange(t *testing.T) {
 	waitManagedClusterGone(t, "immutable")
 }
 
+// purgedSpoke creates a Spoke of cluster c with
+// cleanupConfig.purgeKubeconfigSecret and waits until it pivoted and is
+// available and, in addon mode, until the hub deleted its kubeconfig Secret.
+func purgedSpoke(t *testing.T, name string, c *harness.Cluster) {
+	t.Helper()
+	createSpoke(t, name, c, func(spec map[string]any) {
+		spec["cleanupConfig"] = map[string]any{"purgeKubeconfigSecret": true}
+	})
+	waitSpoke(t, name, "PivotComplete", pivoted)
+	waitAvailable(t, name)
+	if mode == fleet.ModeAddon {
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return !secretExists(t, name), nil
+		})
+		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
+	}
+}
+
 // In addon mode the hub deletes the kubeconfig Secret once the spoke's
 // agent has taken over, and the agent alone unjoins the spoke; in unified
 // mode the option does nothing (the hub needs the Secret every reconcile).
 func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
-	createSpoke(t, "purged", spoke2, func(spec map[string]any) {
-		spec["cleanupConfig"] = map[string]any{"purgeKubeconfigSecret": true}
-	})
-	waitSpoke(t, "purged", "PivotComplete", pivoted)
-	waitAvailable(t, "purged")
+	purgedSpoke(t, "purged", spoke2)
 	if mode == fleet.ModeAddon {
-		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return !secretExists(t, "purged"), nil
-		})
-		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
 		assert.Check(t, standin.AgentRunning("purged"))
 	} else {
 		// A reconcile after the pivot would have purged it.

@@ -85,17 +85,7 @@ func TestHealth(t *testing.T) {
 	addAndJoin(t, "health-ok", spoke1)
 	r := spoke(t, "add", "health-stall", "--spoke-kubeconfig", proxy.Kubeconfig, "--apply", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
-	createSpoke(t, "health-purged", spoke2, func(spec map[string]any) {
-		spec["cleanupConfig"] = map[string]any{"purgeKubeconfigSecret": true}
-	})
-	waitSpoke(t, "health-purged", "PivotComplete", pivoted)
-	waitAvailable(t, "health-purged")
-	if mode == fleet.ModeAddon {
-		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return !secretExists(t, "health-purged"), nil
-		})
-		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
-	}
+	purgedSpoke(t, "health-purged", spoke2)
 	oob := hub.Dynamic.Resource(ocm.ManagedClusterResource)
 	_, err = oob.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
