@@ -101,3 +101,38 @@ func BenchmarkPark(b *testing.B) {
 	add("park cluster, 10 worker pools / one kubectl patch per pool", "writes", ourWrites, theirWrites, "exactly 1")
 	add("park cluster, 10 worker pools / one kubectl patch per pool", "s", seconds(ours), seconds(theirs), "-")
 }
+
+// BenchmarkBulkPark parks ten Clusters by label, all at once, with --wait,
+// on the real Cluster API managers (in-memory provider), against one
+// Cluster's `park cluster --wait` on the same platform: parking a fleet
+// should cost about one cluster's wait, not ten. After each measured run
+// the same command family resumes what it parked (not measured), so every
+// run starts from running workers.
+func BenchmarkBulkPark(b *testing.B) {
+	const n, ns, sel = 10, "bench-bulk", "bench-bulk=yes"
+	platform, err := env.StartCluster(ctx(b, 10*time.Minute), "bench-capi")
+	assert.NilError(b, err)
+	_, err = platform.StartClusterAPI(ctx(b, 10*time.Minute))
+	assert.NilError(b, err)
+	assert.NilError(b, platform.ApplyYAML(ctx(b, time.Minute), "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"))
+	assert.NilError(b, platform.InstallInMemoryClass(ctx(b, time.Minute), ns, "in-memory", nil))
+	kubectl := filepath.Join(env.Tools.Bin, "kubectl")
+	cmd := platform.For(b.TempDir())
+	for i := range n {
+		name := fmt.Sprintf("bulk-%d", i)
+		assert.NilError(b, platform.ApplyYAML(ctx(b, time.Minute), harness.TopologyCluster(ns, name, "in-memory", "{class: default-worker, name: md-0, replicas: 1}")))
+		measure(b, cmd, kubectl, "label", "cluster.cluster.x-k8s.io", name, "-n", ns, sel)
+	}
+	all := []string{"-l", sel, "-n", ns, "--max-concurrent", fmt.Sprint(n), "--wait", "--timeout", "10m"}
+	// resume --wait on running Clusters waits for their workers.
+	measure(b, cmd, kubectl, append([]string{"park", "resume"}, all...)...)
+	var ours, theirs []Usage
+	alternate(pairs, func(int) {
+		ours = append(ours, measure(b, cmd, kubectl, append([]string{"park", "cluster"}, all...)...))
+		measure(b, cmd, kubectl, append([]string{"park", "resume"}, all...)...)
+	}, func(int) {
+		theirs = append(theirs, measure(b, cmd, kubectl, "park", "cluster", "bulk-0", "-n", ns, "--wait", "--timeout", "10m"))
+		measure(b, cmd, kubectl, "park", "resume", "bulk-0", "-n", ns, "--wait", "--timeout", "10m")
+	})
+	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / one cluster's park cluster --wait", n), "s", seconds(ours), seconds(theirs), "≤ 1.5")
+}
