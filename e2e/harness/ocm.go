@@ -273,7 +273,7 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 		return nil
 	}
 	dir := filepath.Join(h.env.Workdir, "agents", cluster)
-	if err := os.MkdirAll(filepath.Join(dir, "hub"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(dir, "spoke.kubeconfig")
@@ -294,6 +294,22 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err := createNamespace(ctx, spoke.Kube, AgentNamespace); err != nil {
 		return err
 	}
+	// The agent's hub credential lives in its secret on the spoke; the hub
+	// directory is that secret as the agent's pod mounts it. An unjoin
+	// deletes the secret, and the agent installed next bootstraps afresh.
+	hubDir := filepath.Join(dir, "hub")
+	_, err = spoke.Kube.CoreV1().Secrets(AgentNamespace).Get(ctx, "hub-kubeconfig-"+cluster, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := os.RemoveAll(hubDir); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("reading the hub credential of %s's agent: %w", cluster, err)
+	}
+	if err := os.MkdirAll(hubDir, 0o700); err != nil {
+		return err
+	}
 	ports, err := h.env.reservePorts(1)
 	if err != nil {
 		return err
@@ -302,9 +318,9 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 		"--cluster-name", cluster,
 		"--kubeconfig", kubeconfig,
 		"--bootstrap-kubeconfig", bootstrap,
-		"--hub-kubeconfig-dir", filepath.Join(dir, "hub"),
+		"--hub-kubeconfig-dir", hubDir,
 		"--hub-kubeconfig-secret", "hub-kubeconfig-" + cluster,
-		"--workload-source-config", filepath.Join(dir, "hub", "kubeconfig"),
+		"--workload-source-config", filepath.Join(hubDir, "kubeconfig"),
 		"--disable-leader-election",
 		"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
 		"--cluster-healthcheck-period", "5s"}, args...)
