@@ -85,15 +85,25 @@ func (d *Demo) fleetdrain(ctx context.Context) error {
 	}
 
 	fmt.Println("\n==> fleetdrain: take spoke-1 out of the fleet's placements (OCM's placement and ManifestWorkReplicaSet controllers move its works)")
+	// spoke-2 left the fleet in the spoke steps: it joins again, so that
+	// shop's works have a cluster to move to.
+	if err := d.kubectl(ctx, d.hub.Cluster, "spoke", "add", "spoke-2", "--spoke-kubeconfig", d.spoke2.Kubeconfig, "--apply", "--wait"); err != nil {
+		return err
+	}
 	if err := d.hub.ApplyYAML(ctx, demoFleet); err != nil {
 		return err
 	}
-	if err := d.kubectl(ctx, d.hub.Cluster, "wait", "manifestwork/shop", "manifestwork/monitoring", "-n", "spoke-1", "--for=create", "--timeout", "2m"); err != nil {
-		return err
+	for _, args := range [][]string{
+		{"wait", "manifestwork/shop", "manifestwork/monitoring", "-n", "spoke-1", "--for=create", "--timeout", "2m"},
+		{"wait", "manifestwork/shop", "-n", "spoke-2", "--for=create", "--timeout", "2m"},
+	} {
+		if err := d.kubectl(ctx, d.hub.Cluster, args...); err != nil {
+			return err
+		}
 	}
 	for _, args := range [][]string{
 		// The placement guard refuses a drain that shrinks a Placement; shop
-		// takes every cluster, so the demo accepts keeping one.
+		// takes every cluster (two), so the demo accepts keeping one.
 		{"fleetdrain", "cluster", "spoke-1", "--min-available", "1", "--dry-run=client"},
 		{"fleetdrain", "cluster", "spoke-1", "--min-available", "1", "--timeout", "2m"},
 		{"get", "manifestworks", "-n", "spoke-1"},

@@ -73,7 +73,9 @@ type Demo struct {
 	env                      *harness.Env
 	hub                      *harness.OCMHub
 	spoke1, spoke2, platform *harness.Cluster
-	home                     string
+	// workload serves the parked cluster's workload API (see park).
+	workload *harness.Cluster
+	home     string
 }
 
 func demo(ctx context.Context, env *harness.Env, keep bool) error {
@@ -82,12 +84,16 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 		return err
 	}
 	d := &Demo{env: env, home: home}
-	fmt.Println("==> starting a hub, two spokes and a platform cluster (kwokctl, binary runtime)")
+	fmt.Println("==> starting a hub, two spokes, a platform and a workload cluster (kwokctl, binary runtime)")
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { d.hub, err = env.StartOCMHub(gctx, "hub"); return err })
 	g.Go(func() (err error) { d.spoke1, err = env.StartCluster(gctx, "spoke-1"); return err })
 	g.Go(func() (err error) { d.spoke2, err = env.StartCluster(gctx, "spoke-2"); return err })
 	g.Go(func() (err error) { d.platform, err = env.StartCluster(gctx, "platform"); return err })
+	g.Go(func() (err error) {
+		d.workload, err = env.StartCluster(gctx, "workload", harness.KwokManagesAnnotatedNodesOnly())
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -102,7 +108,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 	}
 	if keep {
 		fmt.Println("\n==> the demo clusters keep running; use them with:")
-		for _, c := range []*harness.Cluster{d.hub.Cluster, d.spoke1, d.spoke2, d.platform} {
+		for _, c := range []*harness.Cluster{d.hub.Cluster, d.spoke1, d.spoke2, d.platform, d.workload} {
 			fmt.Printf("  export KUBECONFIG=%s   # %s\n", c.Kubeconfig, c.Name)
 		}
 		fmt.Printf("  export PATH=%s:$PATH\n", env.Tools.Plugins)

@@ -16,7 +16,8 @@ import (
 func (d *Demo) park(ctx context.Context) error {
 	fmt.Println("\n==> kubectl park: a Cluster API cluster with pools of 3, 2 and an autoscaled one, on Cluster API v1.14.2's own controllers")
 	const ns = "dynamo-prod"
-	if _, err := d.platform.StartClusterAPI(ctx); err != nil {
+	capi, err := d.platform.StartClusterAPI(ctx)
+	if err != nil {
 		return err
 	}
 	if _, err := d.platform.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -44,12 +45,18 @@ func (d *Demo) park(ctx context.Context) error {
 		{"park", "cluster", "app", "-n", ns},
 		{"park", "list", "-n", ns, "-o", "wide"},
 		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "5m"},
-		{"park", "status", "app", "-n", ns},
 	}
 	for _, args := range steps {
 		if err := d.kubectl(ctx, d.platform, args...); err != nil {
 			return err
 		}
+	}
+	fmt.Println("\n(the in-memory provider's API server serves no pods or CSRs: the workload cluster's API moves to a kwok cluster, with its nodes, as in the e2e tests)")
+	if err := capi.MoveToTenant(ctx, ns, "app", d.workload); err != nil {
+		return err
+	}
+	if err := d.kubectl(ctx, d.platform, "park", "status", "app", "-n", ns); err != nil {
+		return err
 	}
 	return d.expect(ctx, d.platform, 3, "park", "cluster", "app", "-n", ns, "--control-plane")
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -297,6 +298,64 @@ func (a *ClusterAPI) WorkloadThroughProxy(ctx context.Context, ns, cluster strin
 		return nil, err
 	}
 	return proxy, a.PointWorkload(ctx, ns, cluster, proxy.Kubeconfig)
+}
+
+// MoveToTenant gives a Cluster a workload API server that serves what
+// Cluster API's simulated one does not: pods and their eviction,
+// PersistentVolumeClaims, CertificateSigningRequests. It registers the
+// Cluster's nodes in tenant (same names, labels and provider IDs, annotated
+// so that the tenant's kwok plays their kubelets), points the Cluster's
+// kubeconfig Secret there, restarts the core manager so that its cluster
+// cache connects there, and waits until the Machine controller has
+// annotated every node. Topology, MachineSets, Machines, drains and health
+// checks stay the real controllers'; only the workload API server changes,
+// so nodes of Machines made later appear in the simulated server only.
+func (a *ClusterAPI) MoveToTenant(ctx context.Context, ns, cluster string, tenant *Cluster) error {
+	secret, err := a.platform.Kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig of Cluster %s/%s: %w", ns, cluster, err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
+	if err != nil {
+		return fmt.Errorf("the kubeconfig of Cluster %s/%s: %w", ns, cluster, err)
+	}
+	simulated, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	nodes, err := simulated.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the nodes of Cluster %s/%s: %w", ns, cluster, err)
+	}
+	if len(nodes.Items) == 0 {
+		return fmt.Errorf("cluster %s/%s has no nodes to move", ns, cluster)
+	}
+	for _, n := range nodes.Items {
+		_, err := tenant.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+			Spec:       corev1.NodeSpec{ProviderID: n.Spec.ProviderID},
+			// A node's status may be set on create; kwok keeps the kubelet
+			// version, which the control plane's controller parses.
+			Status: corev1.NodeStatus{NodeInfo: n.Status.NodeInfo},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("registering node %s in %s: %w", n.Name, tenant.Name, err)
+		}
+	}
+	if err := a.PointWorkload(ctx, ns, cluster, tenant.Kubeconfig); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	return waitFor(ctx, "Cluster API's Machine controller to reach the nodes of "+cluster+" in "+tenant.Name, func(ctx context.Context) (bool, error) {
+		for _, n := range nodes.Items {
+			node, err := tenant.Kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || node.Annotations["cluster.x-k8s.io/machine"] == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // Restart stops and starts one manager (by binary name) and waits until it is

@@ -23,10 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
-	capiapi "github.com/spokekit/spokekit/internal/api/capi"
 )
 
 // The drain, PersistentVolumeClaim and CSR scenarios run on a kwok workload
@@ -35,42 +31,11 @@ import (
 // and never meets a PodDisruptionBudget), and it serves no
 // PersistentVolumeClaims and no CertificateSigningRequests. The Cluster is
 // still provisioned by the real controllers on the in-memory backend; then
-// moveToTenant points its kubeconfig Secret at the kwokctl cluster "tenant",
-// registers the cluster's nodes there (same names and provider IDs, kwok
-// plays their kubelets) and restarts the core manager so that its cluster
-// cache connects there. Topology, MachineSet, Machine, drain and health
-// check stay the real controllers; only the workload API server changes.
+// moveToTenant moves its workload API server to the kwokctl cluster "tenant"
+// (harness ClusterAPI.MoveToTenant).
 func moveToTenant(t *testing.T, ns, cluster string) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", workloadKubeconfig(t, ns, cluster))
-	assert.NilError(t, err)
-	simulated, err := kubernetes.NewForConfig(cfg)
-	assert.NilError(t, err)
-	nodes, err := simulated.CoreV1().Nodes().List(ctx(t), metav1.ListOptions{})
-	assert.NilError(t, err)
-	assert.Check(t, len(nodes.Items) > 0)
-	for _, n := range nodes.Items {
-		_, err := tenant.Kube.CoreV1().Nodes().Create(ctx(t), &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-			Spec:       corev1.NodeSpec{ProviderID: n.Spec.ProviderID},
-			// A node's status may be set on create; kwok keeps the kubelet
-			// version, which the control plane's controller parses.
-			Status: corev1.NodeStatus{NodeInfo: n.Status.NodeInfo},
-		}, metav1.CreateOptions{})
-		assert.NilError(t, err)
-	}
-	assert.NilError(t, clusterAPI.PointWorkload(ctx(t), ns, cluster, tenant.Kubeconfig))
-	// The Machine controller now reaches the tenant: it annotates the nodes.
-	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 3*time.Minute, true, func(c context.Context) (bool, error) {
-		for _, n := range nodes.Items {
-			node, err := tenant.Kube.CoreV1().Nodes().Get(c, n.Name, metav1.GetOptions{})
-			if err != nil || node.Annotations[capiapi.MachineAnnotation] == "" {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	assert.NilError(t, err, "Cluster API's Machine controller reaches the nodes in the tenant cluster")
+	assert.NilError(t, clusterAPI.MoveToTenant(ctx(t), ns, cluster, tenant))
 }
 
 func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
