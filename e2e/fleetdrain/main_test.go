@@ -18,6 +18,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
@@ -143,7 +146,35 @@ spec:
 		})
 		assert.NilError(t, err, "the placement's work on %s", name)
 	}
+	waitAppliedApart(t, f.spokeA, "web", len(clusters))
 	return f
+}
+
+var appliedWorkResource = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
+
+// waitAppliedApart waits until spoke holds the work of that name applied
+// under at least n hub hashes: clusters whose agents share one spoke API
+// server must each keep their own AppliedManifestWork, as separate spoke
+// clusters would, or one agent's removal of the work deletes what the
+// other applied (the harness gives each agent its own hub address).
+func waitAppliedApart(t *testing.T, spoke *harness.Cluster, work string, n int) {
+	t.Helper()
+	hashes := map[string]bool{}
+	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := spoke.Dynamic.Resource(appliedWorkResource).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		clear(hashes)
+		for _, a := range l.Items {
+			if name, _, _ := unstructured.NestedString(a.Object, "spec", "manifestWorkName"); name == work {
+				hash, _, _ := unstructured.NestedString(a.Object, "spec", "hubHash")
+				hashes[hash] = true
+			}
+		}
+		return len(hashes) >= n, nil
+	})
+	assert.NilError(t, err, "work %s applied under %d hub hashes on the shared spoke, want at least %d", work, len(hashes), n)
 }
 
 func ctx(t testing.TB, d time.Duration) context.Context { return harness.Context(t, d) }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,18 +67,32 @@ type OCMHub struct {
 
 	mu     sync.Mutex
 	agents map[string]*Process
+	// agentAddrs is the loopback address each cluster's agent dials the hub
+	// at (see agentBootstrap).
+	agentAddrs map[string]string
 }
+
+// agentAddrs are the loopback addresses agents dial the hub at, one to a
+// cluster; the hub's certificate names them all.
+var agentAddrs = func() []string {
+	var out []string
+	for i := 2; i < 255; i++ {
+		out = append(out, "127.0.0."+strconv.Itoa(i))
+	}
+	return out
+}()
 
 // StartOCMHub starts a hub cluster whose controller manager signs the
 // agents' CSRs, installs the hub CRDs and starts the OCM hub components.
 func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOption) (*OCMHub, error) {
-	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}}
+	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}, agentAddrs: map[string]string{}}
 	if _, err := os.Stat(h.bin); err != nil {
 		return nil, fmt.Errorf("the OCM components are missing (run `make e2e-tools`): %w", err)
 	}
 	// kwokctl writes the cluster's CA here before it starts the components.
 	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
 	c, err := e.StartCluster(ctx, name, append(opts, func(o *clusterOptions) {
+		o.certSANs = append(o.certSANs, agentAddrs...)
 		o.extraConfig += fmt.Sprintf(`componentsPatches:
 - name: kube-apiserver
   extraArgs:
@@ -258,7 +273,8 @@ func writeServingCert(dir string) ([]byte, error) {
 // upstream `registration-operator agent` process (registration and work
 // agent) that bootstraps with the hub's bootstrap token. It does nothing while the
 // cluster's agent runs. Several clusters may share one spoke API server:
-// each agent keeps its hub credential in its own secret there.
+// each agent keeps its hub credential in its own secret there, and dials
+// the hub at an address of its own (see agentBootstrap).
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
 	return h.startAgent(ctx, cluster, spokeKubeconfig, h.bootstrap)
 }
@@ -310,6 +326,9 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err := os.MkdirAll(hubDir, 0o700); err != nil {
 		return err
 	}
+	if bootstrap, err = h.agentBootstrap(cluster, bootstrap, dir); err != nil {
+		return err
+	}
 	ports, err := h.env.reservePorts(1)
 	if err != nil {
 		return err
@@ -332,6 +351,44 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	h.agents[cluster] = p
 	h.mu.Unlock()
 	return nil
+}
+
+// agentBootstrap writes into dir the bootstrap kubeconfig with the hub's
+// address changed to the cluster's own loopback address, and returns its
+// path. Clusters here may share one spoke API server, and the work agent
+// names its AppliedManifestWorks there after a hash of the hub URL and the
+// work's name: with one URL, two clusters' works of one name (a
+// ManifestWorkReplicaSet's, an add-on's) would be one object that both
+// agents write and each deletes under the other. An address per cluster
+// keeps them apart, as separate spoke clusters would. A server other than
+// the hub's is left as it is.
+func (h *OCMHub) agentBootstrap(cluster, bootstrap, dir string) (string, error) {
+	hub, err := url.Parse(h.Config.Host)
+	if err != nil {
+		return "", fmt.Errorf("parsing the hub's URL: %w", err)
+	}
+	h.mu.Lock()
+	addr := h.agentAddrs[cluster]
+	if addr == "" && len(h.agentAddrs) < len(agentAddrs) {
+		addr = agentAddrs[len(h.agentAddrs)]
+		h.agentAddrs[cluster] = addr
+	}
+	h.mu.Unlock()
+	if addr == "" {
+		return "", fmt.Errorf("the hub has an address for %d agents; %s would be one more", len(agentAddrs), cluster)
+	}
+	cfg, err := clientcmd.LoadFromFile(bootstrap)
+	if err != nil {
+		return "", fmt.Errorf("reading the bootstrap kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		if u, err := url.Parse(c.Server); err == nil && u.Host == hub.Host {
+			u.Host = net.JoinHostPort(addr, hub.Port())
+			c.Server = u.String()
+		}
+	}
+	path := filepath.Join(dir, "agent-bootstrap.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // StopAgent stops the cluster's agent, as if its machine went away. It says

@@ -7,6 +7,9 @@ type clusterOptions struct {
 	// extraConfig is appended to the cluster's KwokctlConfiguration.
 	extraConfig string
 	auditWrites bool
+	// certSANs are addresses the API server's certificate names besides
+	// kwokctl's own (localhost and the machine's addresses).
+	certSANs []string
 }
 
 // KwokManagesAnnotatedNodesOnly makes the cluster's kwok controller play the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // kwokctl scans for free ports downward from the same number in every
@@ -68,9 +69,9 @@ func portFree(p int) bool {
 }
 
 // kwokctlConfig is a kwokctl configuration that pins every port the binary
-// runtime opens.
-func kwokctlConfig(ports []int) string {
-	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+// runtime opens, and names sans in the API server's certificate.
+func kwokctlConfig(ports []int, sans []string) string {
+	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   etcdPeerPort: %d
@@ -80,4 +81,8 @@ options:
   kubeControllerManagerPort: %d
   kubeSchedulerPort: %d
 `, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+	if len(sans) > 0 {
+		config += "  kubeApiserverCertSANs: [" + strings.Join(sans, ", ") + "]\n"
+	}
+	return config
 }
