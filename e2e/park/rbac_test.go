@@ -87,8 +87,7 @@ subjects: [{kind: ServiceAccount, name: operator, namespace: spokekit-ops}]
 	// The opt-in, as the refusal printed it: that one Secret, and status
 	// reads the cluster with it.
 	admin := platform.For(t.TempDir())
-	assert.NilError(t, admin.RunGrants(ctx(t), refused.Stderr))
-	assert.NilError(t, as.WaitCanI(ctx(t), true, "get", "secrets/least-kubeconfig", "-n", namespace))
+	assert.NilError(t, admin.RunGrants(ctx(t), refused.Stderr, as))
 	r = run("park", "status", "least")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "kubeconfig from secret "+namespace+"/least-kubeconfig"), r)
