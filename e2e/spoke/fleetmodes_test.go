@@ -140,8 +140,12 @@ func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
 	if mode == fleet.ModeAddon {
 		assert.Check(t, standin.AgentRunning("purged"))
 	} else {
-		// A reconcile after the pivot would have purged it.
-		time.Sleep(2 * time.Second)
+		// A reconcile after the pivot would have purged it: wait for one
+		// of the Spoke as it is now.
+		err := wait.PollUntilContextTimeout(ctx(t), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return standin.Reconciled("purged") == spokeObject(t, "purged").GetResourceVersion(), nil
+		})
+		assert.NilError(t, err, "the stand-in reconciles the pivoted Spoke")
 		assert.Check(t, secretExists(t, "purged"), "unified mode keeps the Secret")
 	}
 	phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")

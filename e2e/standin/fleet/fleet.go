@@ -222,6 +222,18 @@ type Fleet struct {
 	// credential the agent add-on is installed with.
 	installed map[string][]byte
 	agents    map[string]*agent
+	// reconciled is, per Spoke, the resourceVersion its last finished
+	// reconcile read (see Reconciled).
+	reconciled map[string]string
+}
+
+// Reconciled is the resourceVersion of the Spoke that the stand-in's last
+// finished reconcile of it read, "" before the first: a test that must show
+// a reconcile did nothing waits until it equals the Spoke's current one.
+func (f *Fleet) Reconciled(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reconciled[name]
 }
 
 // Pause stops reconciling until the returned function is called.
@@ -259,7 +271,7 @@ func Run(ctx context.Context, hub *harness.OCMHub, namespace string, o Options) 
 		o.Requeue = DefaultRequeue
 	}
 	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, requeue: o.Requeue,
-		installed: map[string][]byte{}, agents: map[string]*agent{}}
+		installed: map[string][]byte{}, agents: map[string]*agent{}, reconciled: map[string]string{}}
 	if err := f.registerAgentAddOn(ctx); err != nil {
 		return nil, err
 	}
@@ -443,6 +455,9 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 			mu.Lock()
 			sc.after(u, next)
 			mu.Unlock()
+			f.mu.Lock()
+			f.reconciled[u.GetName()] = u.GetResourceVersion()
+			f.mu.Unlock()
 		}()
 	}
 	wg.Wait()
