@@ -5,6 +5,7 @@ package fleetdrain
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,20 +36,22 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	// Now one of the two clusters only, and a work with a manifest: the
 	// work agent reports an empty one's Available as Unknown.
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSet("guard", "web"))))
-	var selected, spare string
+	var selected, spare, last string
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
 		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
+		workA, workB := workExists(t, c, "guard-a", "web"), workExists(t, c, "guard-b", "web")
+		last = fmt.Sprintf("decided guard-a=%v guard-b=%v; work on guard-a=%v guard-b=%v", a, b, workA, workB)
 		switch {
 		case a && !b:
 			selected, spare = "guard-a", "guard-b"
+			return workA && !workB, nil
 		case b && !a:
 			selected, spare = "guard-b", "guard-a"
-		default:
-			return false, nil
+			return workB && !workA, nil
 		}
-		return workExists(t, c, selected, "web") && !workExists(t, c, spare, "web"), nil
+		return false, nil
 	})
-	assert.NilError(t, err, "the placement decides on one cluster")
+	assert.NilError(t, err, "the placement decides on one cluster, its work there alone (last seen: %s)", last)
 
 	r := kubectl(t, c, "fleetdrain", "cluster", "guard-a", "guard-b")
 	assert.Equal(t, r.ExitCode, 3, r)
