@@ -60,17 +60,13 @@ func measureExit(b *testing.B, c harness.Command, want int, program string, args
 	return Usage{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), MaxRSS: ru.Maxrss * 1024}
 }
 
-// alternate runs ours and theirs `pairs` times each, taking turns and
-// swapping which goes first every pair (A B, B A, ...), so neither side
-// always runs on the machine the other just warmed or loaded.
-func alternate(n int, ours, theirs func(i int)) {
+// alternate runs each side n times, taking turns and rotating which goes
+// first every round (A B, B A, ... or A B C, B C A, ...), so no side always
+// runs on the machine another just warmed or loaded.
+func alternate(n int, sides ...func(i int)) {
 	for i := range n {
-		if i%2 == 0 {
-			ours(i)
-			theirs(i)
-		} else {
-			theirs(i)
-			ours(i)
+		for k := range sides {
+			sides[(i+k)%len(sides)](i)
 		}
 	}
 }

@@ -126,13 +126,50 @@ func BenchmarkBulkPark(b *testing.B) {
 	all := []string{"-l", sel, "-n", ns, "--max-concurrent", fmt.Sprint(n), "--wait", "--timeout", "10m"}
 	// resume --wait on running Clusters waits for their workers.
 	measure(b, cmd, kubectl, append([]string{"park", "resume"}, all...)...)
-	var ours, theirs []Usage
+	var ours, one, byHand []Usage
 	alternate(pairs, func(int) {
 		ours = append(ours, measure(b, cmd, kubectl, append([]string{"park", "cluster"}, all...)...))
 		measure(b, cmd, kubectl, append([]string{"park", "resume"}, all...)...)
 	}, func(int) {
-		theirs = append(theirs, measure(b, cmd, kubectl, "park", "cluster", "bulk-0", "-n", ns, "--wait", "--timeout", "10m"))
+		one = append(one, measure(b, cmd, kubectl, "park", "cluster", "bulk-0", "-n", ns, "--wait", "--timeout", "10m"))
 		measure(b, cmd, kubectl, "park", "resume", "bulk-0", "-n", ns, "--wait", "--timeout", "10m")
+	}, func(int) {
+		byHand = append(byHand, scaleByHand(b, cmd, kubectl, ns, sel, n, 0))
+		scaleByHand(b, cmd, kubectl, ns, sel, n, 1)
 	})
-	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / one cluster's park cluster --wait", n), "s", seconds(ours), seconds(theirs), "≤ 1.5")
+	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / one cluster's park cluster --wait", n), "s", seconds(ours), seconds(one), "≤ 1.5")
+	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / by hand: kubectl patch each, kubectl wait", n), "s", seconds(ours), seconds(byHand), "—")
+}
+
+// scaleByHand is the bulk park (replicas 0) or its undoing (1) the way
+// kubectl does it: a patch of each Cluster's worker pool, then kubectl wait
+// until, when parking, the worker Machines are gone and the Clusters'
+// status counts no workers (the end state park cluster --wait waits for),
+// or, when undoing it, counts the worker ready. It measures the platform's own pace, with no plugin in it.
+func scaleByHand(b *testing.B, cmd harness.Command, kubectl, ns, sel string, n, replicas int) Usage {
+	b.Helper()
+	var u Usage
+	for i := range n {
+		u = u.plus(measure(b, cmd, kubectl, "patch", "cluster.cluster.x-k8s.io", fmt.Sprintf("bulk-%d", i), "-n", ns, "--type=json",
+			"-p", fmt.Sprintf(`[{"op":"replace","path":"/spec/topology/workers/machineDeployments/0/replicas","value":%d}]`, replicas)))
+	}
+	if replicas == 0 {
+		u = u.plus(measure(b, cmd, kubectl, "wait", "--for=delete", "machines.cluster.x-k8s.io", "-n", ns, "--timeout=10m",
+			"-l", "cluster.x-k8s.io/deployment-name,cluster.x-k8s.io/cluster-name in ("+clusterNames(n)+")"))
+	}
+	// What park list reads: the workers the status counts, all gone or all ready.
+	counter := "readyReplicas"
+	if replicas == 0 {
+		counter = "replicas"
+	}
+	return u.plus(measure(b, cmd, kubectl, "wait", "cluster.cluster.x-k8s.io", "-n", ns, "-l", sel, "--timeout=10m",
+		fmt.Sprintf("--for=jsonpath={.status.workers.%s}=%d", counter, replicas)))
+}
+
+func clusterNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("bulk-%d", i)
+	}
+	return strings.Join(names, ",")
 }
