@@ -36,7 +36,9 @@ func (d *Demo) park(ctx context.Context) error {
 	if err := d.platform.KamajiStandIn(ctx, ns, "app"); err != nil {
 		return err
 	}
-	fmt.Println("\n(Cluster API provisions the workers; resume --wait on a running cluster waits for them)")
+	fmt.Println("\n(Cluster API provisions the workers; resume --wait on a running cluster waits for them. The in-memory provider's")
+	fmt.Println("simulated API server serves no CSRs or PersistentVolumeClaims: where the plugin reads them it says what the server")
+	fmt.Println("answered and goes on, until the cluster's API moves to a kwok cluster that serves them, before park status)")
 	steps := [][]string{
 		{"park", "resume", "app", "-n", ns, "--wait", "--timeout", "5m"},
 		{"park", "list", "-n", ns},
