@@ -95,8 +95,9 @@ func (cmd Command) grantQuestion(ctx context.Context, g []string) ([]string, err
 		var role struct {
 			Rules []struct{ Verbs, APIGroups, Resources, ResourceNames []string }
 		}
-		if r.ExitCode != 0 || json.Unmarshal([]byte(r.Stdout), &role) != nil || len(role.Rules) == 0 {
-			return nil, fmt.Errorf("reading the rules of clusterrole %s: %s", flags["--clusterrole"], r)
+		if r.ExitCode != 0 || json.Unmarshal([]byte(r.Stdout), &role) != nil || len(role.Rules) == 0 ||
+			len(role.Rules[0].Verbs) == 0 || len(role.Rules[0].Resources) == 0 {
+			return nil, fmt.Errorf("clusterrole %s has no first rule with a verb and a resource to ask about: %s", flags["--clusterrole"], r)
 		}
 		rule := role.Rules[0]
 		verb, resource = rule.Verbs[0], rule.Resources[0]
