@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -50,17 +51,40 @@ func Unique(needs []Permission) []Permission {
 	return slices.CompactFunc(out, func(a, b Permission) bool { return key(a) == key(b) })
 }
 
+// reviewsAtOnce bounds the reviews in flight: a command asks up to about
+// forty, which one by one take a round trip each.
+const reviewsAtOnce = 16
+
 // Missing asks the API server, with one SelfSubjectAccessReview per
-// permission, which of needs the current user lacks; each is named in words.
+// permission (several at once), which of needs the current user lacks; each
+// is named in words, in the order of Unique.
 func Missing(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, needs []Permission) ([]string, error) {
+	asks := Unique(needs)
+	allowed := make([]bool, len(asks))
+	errs := make([]error, len(asks))
+	// Every review runs to its end, so the error named is the first in
+	// order, the same on every run.
+	var g errgroup.Group
+	g.SetLimit(reviewsAtOnce)
+	for i, a := range asks {
+		g.Go(func() error {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: a.DeepCopy()}}
+			res, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				errs[i] = fmt.Errorf("asking whether the user may %s: %w", Describe(a), err)
+				return nil
+			}
+			allowed[i] = res.Status.Allowed
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines return no error: each keeps its own
 	var missing []string
-	for _, a := range Unique(needs) {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: a.DeepCopy()}}
-		res, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("asking whether the user may %s: %w", Describe(a), err)
+	for i, a := range asks {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		if !res.Status.Allowed {
+		if !allowed[i] {
 			missing = append(missing, Describe(a))
 		}
 	}

@@ -39,7 +39,7 @@ func (f *Factory) addFlags(flags *pflag.FlagSet) {
 }
 
 // ToRESTConfig is the REST config the global flags select, with the plugins'
-// request rate (see withClientRate).
+// request rate (clientrate).
 func (f *Factory) ToRESTConfig() (*rest.Config, error) {
 	if err := f.checkServerVersion(); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/spokekit/spokekit/internal/clientrate"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
@@ -71,7 +72,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 		return &exitcode.Error{Code: exitcode.Usage, Err: err}
 	})
 
-	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(withClientRate(c), root.Context)) }
+	configFlags.WrapConfigFn = func(c *rest.Config) *rest.Config { return markUnreachable(endWithRun(clientrate.Set(c), root.Context)) }
 	flags := root.PersistentFlags()
 	f.addFlags(flags)
 	flags.BoolVar(&kubeconfig.AllowInsecureSecrets, "allow-insecure-kubeconfig-secrets", false,
@@ -80,24 +81,6 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
 	return root, f
-}
-
-// Client-side request rate of every plugin. client-go's default (5 a second,
-// bursts of 10) makes a list of thousands of objects wait between pages and
-// serialises a drain's evictions; the API server's priority and fairness,
-// not the client, is what protects the server.
-const (
-	ClientQPS   = 50
-	ClientBurst = 100
-)
-
-// withClientRate sets the plugins' request rate on a config that does not
-// bring its own rate limiter.
-func withClientRate(c *rest.Config) *rest.Config {
-	if c.RateLimiter == nil {
-		c.QPS, c.Burst = ClientQPS, ClientBurst
-	}
-	return c
 }
 
 // addLogFlags adds kubectl's -v/--v, so `-v=6` shows the requests a command

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/spokekit/spokekit/internal/clientrate"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
@@ -114,8 +115,8 @@ current-context: x
 	assert.NilError(t, root.PersistentFlags().Set("kubeconfig", kc))
 	cfg, err := f.ToRESTConfig()
 	assert.NilError(t, err)
-	assert.Equal(t, cfg.QPS, float32(ClientQPS))
-	assert.Equal(t, cfg.Burst, ClientBurst)
+	assert.Equal(t, cfg.QPS, float32(clientrate.QPS))
+	assert.Equal(t, cfg.Burst, clientrate.Burst)
 }
 
 func TestAPIAndConnectionErrorsReadAsKubectlPrintsThem(t *testing.T) {

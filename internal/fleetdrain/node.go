@@ -177,7 +177,7 @@ func (o *NodeOptions) Validate() error {
 	return nil
 }
 
-// Run builds the client (at the plugins' request rate, cli.ClientQPS: one
+// Run builds the client (at the plugins' request rate, clientrate.QPS: one
 // eviction per pod, for several nodes at once) and drains the nodes.
 func (o *NodeOptions) Run(ctx context.Context) error {
 	var err error

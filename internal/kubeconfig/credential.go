@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/spokekit/spokekit/internal/clientrate"
 )
 
 // DefaultMinLifetime is how long a credential must stay valid to be stored
@@ -105,7 +107,8 @@ func (k *Kubeconfig) Redacted() ([]byte, error) {
 	return clientcmd.Write(*c)
 }
 
-// RESTConfig is a client configuration for the kubeconfig's cluster.
+// RESTConfig is a client configuration for the kubeconfig's cluster, at
+// the plugins' request rate.
 func (k *Kubeconfig) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.NewDefaultClientConfig(*k.config, nil).ClientConfig()
 	if err != nil {
@@ -116,7 +119,7 @@ func (k *Kubeconfig) RESTConfig() (*rest.Config, error) {
 			return nil, err
 		}
 	}
-	return cfg, nil
+	return clientrate.Set(cfg), nil
 }
 
 // Credential checks that the kubeconfig carries a credential the hub can keep

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/spokekit/spokekit/internal/clientrate"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/localfile"
 )
@@ -72,7 +73,7 @@ func UserRESTConfig(path string) (*rest.Config, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return rc, nil
+	return clientrate.Set(rc), nil
 }
 
 // inlineFiles reads the files the kubeconfig names into their data fields,
