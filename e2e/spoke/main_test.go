@@ -4,15 +4,24 @@
 // Management's own hub components, two spokes (real kwokctl control planes)
 // whose klusterlet agents the fleet stand-in starts, as the FleetConfig
 // controller would, behind upstream's validating webhook, and the built
-// plugin run through the built kubectl. The tests run once per FleetConfig
-// mode, each pass on clusters of its own: addon mode (the chart's default),
-// then unified mode; SPOKEKIT_E2E_FLEET_MODE=addon or =unified runs one.
+// plugin run through the built kubectl. Every test runs in addon mode (the
+// chart's default); then, on clusters of their own, the tests whose
+// behaviour differs by FleetConfig mode (modeTests) run in unified mode.
+// SPOKEKIT_E2E_FLEET_MODE=addon or =unified runs one pass; with -run, the
+// unified pass runs what -run names.
 package spoke
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -34,6 +43,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse() // runModeTests reads -run
 	modes := []fleet.Mode{fleet.ModeAddon, fleet.ModeUnified}
 	only, err := fleet.ModeFromEnv()
 	if err != nil {
@@ -45,6 +55,12 @@ func TestMain(m *testing.M) {
 	}
 	code := 0
 	for _, mode = range modes {
+		if mode == fleet.ModeUnified {
+			if err := runModeTests(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
 		fmt.Fprintf(os.Stderr, "=== e2e/spoke: FleetConfig in %s mode\n", mode)
 		if c := harness.Main(m, setup); c != 0 {
 			fmt.Fprintf(os.Stderr, "=== e2e/spoke: FleetConfig in %s mode: FAIL\n", mode)
@@ -71,4 +87,67 @@ func setup(run, start context.Context, e *harness.Env) (func(), error) {
 	var err error
 	standin, err = fleet.Run(run, hub, releaseNamespace, fleet.Options{Mode: mode})
 	return nil, err
+}
+
+// modeTests are the tests whose behaviour differs by FleetConfig mode, and
+// how: the unified pass runs only these. In unified mode the hub does all a
+// spoke needs with the stored kubeconfig, every reconcile, and no agent
+// add-on takes over (see e2e/standin/fleet). A test that is not here checks
+// what the plugin does the same way in both modes.
+var modeTests = map[string]string{
+	"TestAddJoinsListsAndIsIdempotent":           "the hub joins and keeps the spoke without an agent add-on; no pivot",
+	"TestWebhookAddOnRulesPerMode":               "upstream's webhook requires the agent add-on in one mode and forbids it in the other",
+	"TestPurgeKubeconfigSecretAfterPivot":        "only addon mode purges the Secret; unified mode needs it every reconcile",
+	"TestHealth":                                 "the credential's state and the agent add-on column differ",
+	"TestRemoveBlockedByManifestWorkThenAllowed": "the hub, not the agent, unjoins the removed spoke",
+	"TestRemovedSpokeJoinsAgain":                 "the hub's unjoin must leave the spoke able to join again",
+	"TestAgentStoppedSpoke":                      "who unjoins a spoke whose klusterlet stopped",
+	"TestForceRemoveUnreachableSpoke":            "the Spoke's phase once the spoke is unreachable, and the force-delete",
+	"TestRotateKubeconfig":                       "the hub keeps using the rotated credential after the join",
+	"TestPrepareThenAdd":                         "the prepared identity is what the hub uses on every reconcile",
+	"TestLeastPrivilege":                         "every command with the shipped roles alone, in the other mode too",
+}
+
+// runModeTests sets -run to modeTests unless the command line set it, once
+// it checked that each is a test of this package, so a rename cannot drop
+// one silently.
+func runModeTests() error {
+	names, err := packageTests()
+	if err != nil {
+		return err
+	}
+	var run []string
+	for name := range modeTests {
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("e2e/spoke: modeTests names %s, which is no test of this package", name)
+		}
+		run = append(run, name)
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+		slices.Sort(run)
+		return f.Value.Set("^(" + strings.Join(run, "|") + ")$")
+	}
+	return nil
+}
+
+// packageTests names the Test functions of this package's files.
+func packageTests() ([]string, error) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				names = append(names, fn.Name.Name)
+			}
+		}
+	}
+	return names, nil
 }
