@@ -54,9 +54,16 @@ E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e
 # expanded by the shell, so it cannot match the shell's own command line.
 define e2e_run
 @mkdir -p $(E2E_WORKDIR)
-dir=$$(mktemp -d $(E2E_WORKDIR)/make-XXXXXX) || exit; \
+dir=$$(mktemp -d $(E2E_WORKDIR)/make-XXXXXX) || exit; s=$$SECONDS; \
 	  $(E2E_ENV) SPOKEKIT_E2E_WORKDIR=$$dir $(1); \
-	  rc=$$?; pkill -f "$$dir/run-[0-9]" 2>/dev/null; rmdir $$dir 2>/dev/null; exit $$rc
+	  rc=$$?; pkill -f "$$dir/run-[0-9]" 2>/dev/null; rmdir $$dir 2>/dev/null; \
+	  echo "== end-to-end run: $$((SECONDS - s))s (exit $$rc)"; exit $$rc
+endef
+
+# $(call timed,NAME,COMMAND) runs COMMAND and then says how long it took, so
+# that `make test` shows where its time goes (go test adds each package's).
+define timed
+@s=$$SECONDS; $(2); rc=$$?; echo "== $(1): $$((SECONDS - s))s (exit $$rc)"; exit $$rc
 endef
 
 .PHONY: help build install dist test test-unit e2e e2e-tools generate verify-generate lint demo demo-up demo-down bench clean
@@ -83,10 +90,10 @@ dist: ## Release archives, checksums and krew manifests with GoReleaser: a snaps
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
 
 test-unit: ## Unit tests with the race detector (no cluster needed)
-	CGO_ENABLED=1 go test -race ./...
+	$(call timed,unit tests,CGO_ENABLED=1 go test -race ./...)
 
 e2e-tools: ## Build the pinned control-plane, kubectl, kwok, controller-gen, krew and OCM binaries (cached by version)
-	e2e/tools/build.sh $(TOOLS_BIN)
+	$(call timed,e2e tools,e2e/tools/build.sh $(TOOLS_BIN))
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
 	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 60m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
