@@ -44,6 +44,19 @@ DIST_GIT := GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VAL
 comma := ,
 DIST_TARGETS := $(subst $() ,$(comma) ,$(strip $(subst /,_,$(PLATFORMS))))
 
+# The tool modules (e2e/tools/<module>) each e2e package runs beside the
+# control plane's, so `make e2e PKG=park` builds only what park runs.
+# golangci-lint is lint's, never a test's.
+E2E_TOOLS_base       := kubernetes etcd kwok
+E2E_TOOLS_spoke      := ocm
+E2E_TOOLS_fleetdrain := ocm
+E2E_TOOLS_park       := cluster-api
+E2E_TOOLS_foundation := controller-gen
+E2E_TOOLS_krew       := krew goreleaser
+E2E_TOOLS_bench      := ocm cluster-api
+E2E_TOOLS := $(sort $(E2E_TOOLS_base) $(foreach p,$(or $(strip $(PKG)),spoke fleetdrain park foundation krew),$(E2E_TOOLS_$(p))))
+DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
+
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
 E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/...)
@@ -66,7 +79,7 @@ define timed
 @s=$$SECONDS; $(2); rc=$$?; echo "== $(1): $$((SECONDS - s))s (exit $$rc)"; exit $$rc
 endef
 
-.PHONY: help build install dist test test-unit e2e e2e-tools generate verify-generate lint demo demo-up demo-down bench clean
+.PHONY: help build install dist test test-unit e2e e2e-tools demo-tools bench-tools generate verify-generate lint demo demo-up demo-down bench clean
 
 help: ## Show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -92,8 +105,8 @@ test: test-unit e2e ## Run every test: unit, then end-to-end on real local clust
 test-unit: ## Unit tests with the race detector (no cluster needed)
 	$(call timed,unit tests,CGO_ENABLED=1 go test -race ./...)
 
-e2e-tools: ## Build the pinned control-plane, kubectl, kwok, controller-gen, krew and OCM binaries (cached by version)
-	$(call timed,e2e tools,e2e/tools/build.sh $(TOOLS_BIN))
+e2e-tools: ## Build the pinned tools the e2e tests run (control plane, kubectl, kwok, OCM, Cluster API, krew, GoReleaser; PKG= only its own), cached by version
+	$(call timed,e2e tools,e2e/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS))
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
 	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 60m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
@@ -115,16 +128,22 @@ lint: verify-generate ## Generated CRDs up to date, gofmt, and golangci-lint (.g
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TOOLS_BIN)/golangci-lint run ./...
 
-demo: build e2e-tools ## Bring up hub, spokes and a platform cluster, run the plugins on them, tear down
+demo-tools:
+	e2e/tools/build.sh $(TOOLS_BIN) $(DEMO_TOOLS)
+
+bench-tools:
+	e2e/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS_base) $(E2E_TOOLS_bench)
+
+demo: build demo-tools ## Bring up hub, spokes and a platform cluster, run the plugins on them, tear down
 	$(E2E_ENV) go run ./e2e/demo run
 
-demo-up: build e2e-tools ## Like demo, but leave the clusters running and print how to use them
+demo-up: build demo-tools ## Like demo, but leave the clusters running and print how to use them
 	$(E2E_ENV) go run ./e2e/demo up --workdir $(DEMO_WORKDIR)
 
-demo-down: e2e-tools ## Tear down what demo-up left running
+demo-down: demo-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
-bench: build e2e-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json (BENCH=regexp picks benchmarks)
+bench: build bench-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json (BENCH=regexp picks benchmarks)
 	$(call e2e_run,SPOKEKIT_BENCH_OUT=$(OUT)/bench.json go test -tags e2e -count=1 -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m ./e2e/bench/)
 
 clean: ## Remove build output (the tool cache in $(CACHE) stays)
