@@ -4,12 +4,15 @@ package fleetdrain
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
 )
@@ -147,4 +150,78 @@ func TestCheckClearPool(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Equal(r.Stdout, ""), r)
 	assert.Check(t, is.Contains(r.Stderr, "Nothing would block a replacement of 1 node(s) or lose data"), r)
+}
+
+// csiVolume is a CSI PersistentVolume of driver whose node affinity
+// requires key=value, and a claim of namespace check-csi bound to it.
+func csiVolume(name, driver, key, value, access string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: %[1]s}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [%[5]s]
+  storageClassName: %[1]s
+  csi: {driver: %[2]s, volumeHandle: %[1]s, fsType: xfs}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: %[3]s, operator: In, values: [%[4]s]}]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %[1]s, namespace: check-csi}
+spec:
+  accessModes: [%[5]s]
+  storageClassName: %[1]s
+  volumeName: %[1]s
+  resources: {requests: {storage: 1Gi}}`, name, driver, key, value, access)
+}
+
+// TestCheckFindsNodeLocalCSIVolumes: volumes as TopoLVM and OpenEBS
+// LocalPV (LVM) provision them, pinned to a node by the label their node
+// plugins give it, keep their data on that node, and check says so (it
+// said "Nothing would ... lose data" and exited 0); a zonal volume does not.
+// The real scheduler places each workload by its volume's node affinity.
+func TestCheckFindsNodeLocalCSIVolumes(t *testing.T) {
+	c := tenant.get(t)
+	nodes := []string{"check-csi-1", "check-csi-2"}
+	addNodes(t, c, "check-csi", nodes...)
+	for _, n := range nodes {
+		labels := fmt.Sprintf(`{"metadata":{"labels":{"topology.topolvm.io/node":%q,"openebs.io/nodename":%q,"topology.kubernetes.io/zone":"check-zone"}}}`, n, n)
+		_, err := c.Kube.CoreV1().Nodes().Patch(ctx(t, time.Minute), n, types.MergePatchType, []byte(labels), metav1.PatchOptions{})
+		assert.NilError(t, err)
+	}
+	claim := func(name string) string { return "persistentVolumeClaim: {claimName: " + name + "}" }
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(
+		fixture.Namespace("check-csi"),
+		csiVolume("csi-topolvm", "topolvm.io", "topology.topolvm.io/node", "check-csi-1", "ReadWriteOnce"),
+		csiVolume("csi-openebs", "local.csi.openebs.io", "openebs.io/nodename", "check-csi-2", "ReadWriteOnce"),
+		csiVolume("csi-zonal", "ebs.csi.aws.com", "topology.kubernetes.io/zone", "check-zone", "ReadWriteMany"),
+		fixture.Workload{Namespace: "check-csi", Name: "topolvm", Replicas: 2, Pool: "check-csi", Volume: claim("csi-topolvm")}.YAML(),
+		fixture.Workload{Namespace: "check-csi", Name: "openebs", Replicas: 2, Pool: "check-csi", Volume: claim("csi-openebs")}.YAML(),
+		fixture.Workload{Namespace: "check-csi", Name: "zonal", Replicas: 2, Pool: "check-csi", Volume: claim("csi-zonal")}.YAML(),
+	)))
+	for app, node := range map[string]string{"topolvm": "check-csi-1", "openebs": "check-csi-2", "zonal": ""} {
+		waitPods(t, c, "check-csi", "app="+app, app+" ready", func(r map[string]int) bool { return total(r) == 2 && (node == "" || r[node] == 2) })
+	}
+
+	r := kubectl(t, c, "fleetdrain", "check", "-l", "pool=check-csi", "-o", "json")
+	assert.Equal(t, r.ExitCode, 3, r)
+	var rep checkReport
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &rep), r)
+	got := map[string]string{}
+	for _, it := range rep.Items {
+		got[it.Reason+" "+it.Object] = it.Severity + " " + strings.Join(it.Nodes, ",")
+	}
+	assert.Check(t, is.DeepEqual(got, map[string]string{
+		"LocalVolume deployment.apps/topolvm": "LosesData check-csi-1",
+		"LocalVolume deployment.apps/openebs": "LosesData check-csi-2",
+	}), r)
+	assert.Check(t, is.Contains(r.Stderr, "deployment.apps/topolvm in check-csi (LocalVolume)"), r)
+
+	// Only the node a volume is pinned to loses it.
+	r = kubectl(t, c, "fleetdrain", "check", "check-csi-2")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stdout, "csi-openebs (local.csi.openebs.io, pinned to check-csi-2 by openebs.io/nodename)"), r)
+	assert.Check(t, !strings.Contains(r.Stdout, "topolvm"), r)
 }

@@ -274,6 +274,35 @@ func TestClusterDrainAndUncordon(t *testing.T) {
 	})
 }
 
+// A blank -l parses as the empty selector, which selects every cluster:
+// it is refused before any request, and no ManagedCluster of the hub gets
+// a taint (--min-available 0, so that the guard would not refuse the
+// drain of every cluster first).
+func TestClusterBlankSelectorTaintsNothing(t *testing.T) {
+	f := hubFleet(t)
+	c := f.hub.Cluster
+	before := allTaints(t, c)
+	assert.Assert(t, len(before) >= 2, "the hub has its spokes: %v", before)
+	for _, blank := range []string{" ", "\t "} {
+		r := kubectl(t, c, "fleetdrain", "cluster", "-l", blank, "--min-available", "0", "--timeout", "30s")
+		assert.Check(t, is.Equal(r.ExitCode, 2), r)
+		assert.Check(t, is.Contains(r.Stderr, "is blank and selects everything"), r)
+		assert.Check(t, is.DeepEqual(allTaints(t, c), before))
+	}
+}
+
+// allTaints is the taints of every ManagedCluster of the hub, by name.
+func allTaints(t *testing.T, c *harness.Cluster) map[string][]ocm.Taint {
+	t.Helper()
+	list, err := c.Dynamic.Resource(ocm.ManagedClusterResource).List(ctx(t, time.Minute), metav1.ListOptions{})
+	assert.NilError(t, err)
+	out := map[string][]ocm.Taint{}
+	for _, u := range list.Items {
+		out[u.GetName()] = taints(t, c, u.GetName())
+	}
+	return out
+}
+
 // fleetdrainFields is the managedFields entry of kubectl fleetdrain.
 func fleetdrainFields(u *unstructured.Unstructured) []metav1.ManagedFieldsEntry {
 	var out []metav1.ManagedFieldsEntry

@@ -89,7 +89,8 @@ func readColumnsFile(path string) (headers, specs []string, err error) {
 }
 
 // PrintObj prints the headers and one row per item of a list (or the one
-// object): every match of a path joined with ",", <none> for no match.
+// object): every match of a path joined with ",", <none> for no match. The
+// values come escaped (Output.Print).
 func (c *customColumns) PrintObj(obj runtime.Object, out io.Writer) error {
 	w := printers.GetNewTabWriter(out)
 	if !c.noHeaders {
@@ -119,7 +120,7 @@ func (c *customColumns) PrintObj(obj runtime.Object, out io.Writer) error {
 			}
 			for _, r := range results {
 				for _, v := range r {
-					values = append(values, escapeLine(fmt.Sprint(v.Interface())))
+					values = append(values, fmt.Sprint(v.Interface()))
 				}
 			}
 			cells[i] = strings.Join(values, ",")

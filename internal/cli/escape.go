@@ -52,7 +52,7 @@ func escapeControls(s string, oneLine bool) string {
 			b.WriteRune(r)
 		case r < 0x80 && unicode.IsControl(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+		case unsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -67,11 +67,62 @@ func needsEscape(s string, oneLine bool) bool {
 		if (r == '\n' || r == '\t') && !oneLine {
 			continue
 		}
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+		if r == utf8.RuneError || unsafeRune(r) {
 			return true
 		}
 	}
 	return false
+}
+
+// unsafeRune tells the characters a terminal acts on or that reorder what it
+// shows: control characters (C0, DEL, C1) and bidirectional controls.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// escapeValues is a copy of an object's content with every string, map
+// keys too, escaped to one line: what the text formats (name, jsonpath,
+// custom-columns) print, value by value, so that the template's own
+// newlines stay and a value's cannot fake a line.
+func escapeValues(v any) any {
+	switch v := v.(type) {
+	case string:
+		return escapeLine(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[escapeLine(k)] = escapeValues(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = escapeValues(x)
+		}
+		return out
+	}
+	return v
+}
+
+// escapeJSON writes the characters encoding/json leaves as they are (DEL,
+// C1 controls, bidirectional controls) as \u escapes. In compact JSON they
+// can only stand inside strings, where the escape means the same character:
+// the value reads back as it was, and the YAML made of it (which refuses
+// them raw) escapes them in turn.
+func escapeJSON(data []byte) []byte {
+	s := string(data)
+	if !needsEscape(s, true) {
+		return data
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return []byte(b.String())
 }
 
 // terminalWriter escapes everything written through it. Main puts it on

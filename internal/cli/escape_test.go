@@ -72,7 +72,7 @@ func TestErrorsAreEscaped(t *testing.T) {
 	assert.Check(t, is.Contains(errOut.String(), "error: condition of spoke-1 says: ok^[[2J"))
 }
 
-func TestMainStreamsEscapeTextButNotMachineFormats(t *testing.T) {
+func TestMainStreamsEscapeTextAndEveryFormat(t *testing.T) {
 	var out, errOut bytes.Buffer
 	streams := escapingStreams(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 	obj := struct {
@@ -84,20 +84,14 @@ func TestMainStreamsEscapeTextButNotMachineFormats(t *testing.T) {
 	fmt.Fprintf(streams.Out, "free text: %s\n", hostile)
 	noControl(t, out.String())
 
-	for _, format := range []string{"", "wide"} {
+	// The formats write to the stream underneath (raw) and escape on their
+	// own: the text formats as one line, json in its own notation.
+	for format, want := range map[string]string{"": "", "wide": "", "jsonpath={.message}": escapeLine(hostile), "json": `"ok\u001b[2J\u001b[1;1Hfake\rover\u0007\u009b31m\u202eevil\nsecond\tcol"`} {
 		out.Reset()
 		o := NewOutput()
 		*o.PrintFlags.OutputFormat = format
 		assert.NilError(t, o.Print(streams.Out, obj, table))
 		noControl(t, out.String())
-	}
-	// As kubectl: -o jsonpath prints the value as it is, json in its own
-	// escaped notation.
-	for format, want := range map[string]string{"jsonpath={.message}": hostile, "json": `"ok\u001b[2J`} {
-		out.Reset()
-		o := NewOutput()
-		*o.PrintFlags.OutputFormat = format
-		assert.NilError(t, o.Print(streams.Out, obj, table))
 		assert.Check(t, is.Contains(out.String(), want), format)
 	}
 }

@@ -169,6 +169,12 @@ type Subjects interface {
 
 // Print writes obj in the chosen format. obj is a report struct with
 // apiVersion, kind and metadata (api.ReportMeta); table renders its human view.
+//
+// What a cluster wrote (names, owner kinds, messages) is escaped in every
+// format: the text formats (table, wide, name, jsonpath, custom-columns)
+// print each value escaped to one line (escapeLine), so that it can send the
+// terminal no control sequence and fake no line; json and yaml print it in
+// their own escaped notation, which reads back as the same value.
 func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	if o.IsTable() {
 		t := table()
@@ -178,34 +184,54 @@ func (o *Output) Print(w io.Writer, obj any, table func() Table) error {
 	if s, ok := obj.(Subjects); ok && o.Format() == formatName {
 		var b strings.Builder
 		for _, name := range s.Subjects() {
-			b.WriteString(name + "\n")
+			b.WriteString(escapeLine(name) + "\n")
 		}
 		_, err := io.WriteString(raw(w), b.String())
-		return err
-	}
-	u, err := ToUnstructured(obj)
-	if err != nil {
 		return err
 	}
 	p, err := o.printer()
 	if err != nil {
 		return exitcode.UsageErrorf("%v", err)
 	}
-	// Machine formats print the server's text as it is, as kubectl does.
+	content, err := toContent(obj)
+	if err != nil {
+		return err
+	}
+	if o.machineFormat() {
+		data, err := json.Marshal(content)
+		if err != nil {
+			return fmt.Errorf("encoding output: %w", err)
+		}
+		// The printers indent JSON as it is and turn it into YAML.
+		return p.PrintObj(&runtime.Unknown{Raw: escapeJSON(data)}, raw(w))
+	}
+	u, err := toObject(escapeValues(content).(map[string]any))
+	if err != nil {
+		return err
+	}
 	return p.PrintObj(u, raw(w))
 }
 
-// ToUnstructured turns a report struct into the object the printers take: a
-// list when it has items, so -o name and custom-columns print one line each.
-func ToUnstructured(obj any) (runtime.Object, error) {
+// machineFormat tells -o json and -o yaml apart from the text formats.
+func (o *Output) machineFormat() bool { return o.Format() == "json" || o.Format() == "yaml" }
+
+// toContent is obj as JSON reads it: maps, slices and scalars.
+func toContent(obj any) (map[string]any, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
+	var content map[string]any
+	if err := json.Unmarshal(data, &content); err != nil {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
+	return content, nil
+}
+
+// toObject is the object the printers take: a list when it has items, so
+// that -o name and custom-columns print one line each.
+func toObject(content map[string]any) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: content}
 	if !u.IsList() {
 		return u, nil
 	}

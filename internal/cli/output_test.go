@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -185,4 +189,97 @@ func TestNoHeaders(t *testing.T) {
 		assert.NilError(t, o.Print(&buf, l, table))
 		assert.Equal(t, buf.String(), want, format)
 	}
+}
+
+// evilReport is a report whose every string a tenant could have written:
+// a kind (an owner's), a name, a message, a label key.
+type evilReport struct {
+	api.ReportMeta `json:",inline"`
+	Items          []evilItem `json:"items"`
+}
+
+type evilItem struct {
+	api.ReportMeta `json:",inline"`
+	Object         string            `json:"object"`
+	Message        string            `json:"message"`
+	Labels         map[string]string `json:"labels"`
+}
+
+const evil = "Evil\x1b]0;pwned\x07\u009b31m\u202e\x7f\nfake-line\tcol"
+
+func (r evilReport) Subjects() []string {
+	var out []string
+	for _, item := range r.Items {
+		out = append(out, item.Object)
+	}
+	return out
+}
+
+func evilSample() (evilReport, func() Table) {
+	r := evilReport{ReportMeta: api.NewReportMeta("EvilList", "")}
+	item := evilItem{ReportMeta: api.NewNamespacedReportMeta(evil, "fleet", "spoke-1"), Object: evil + "/spoke-1", Message: evil, Labels: map[string]string{evil: evil}}
+	r.Items = append(r.Items, item)
+	return r, func() Table {
+		return Table{Columns: []Column{{Name: "OBJECT"}, {Name: "MESSAGE", Wide: true}}, Rows: [][]string{{item.Object, item.Message}}}
+	}
+}
+
+// Every -o format escapes what a cluster wrote: the text formats (table,
+// wide, name, jsonpath, custom-columns) write each value as one escaped
+// line, so it can neither send the terminal a control sequence nor fake a
+// line; json and yaml write it in their own escaped notation, which reads
+// back as the value it was (bidirectional overrides aside in yaml, which
+// keeps them as they are: its plain scalars have no escapes).
+func TestEveryFormatEscapesClusterText(t *testing.T) {
+	columns := filepath.Join(t.TempDir(), "columns")
+	assert.NilError(t, os.WriteFile(columns, []byte("KIND MESSAGE\n.kind .message\n"), 0o600))
+	template := filepath.Join(t.TempDir(), "template")
+	assert.NilError(t, os.WriteFile(template, []byte("{range .items[*]}{.object}{\"\\n\"}{end}"), 0o600))
+	text := map[string]int{ // the format and the lines it prints
+		"":     2,
+		"wide": 2,
+		"name": 1,
+		"jsonpath={range .items[*]}{.kind} {.message} {.labels}{\"\\n\"}{end}": 1,
+		"jsonpath-file=" + template:                             1,
+		"custom-columns=KIND:.kind,MSG:.message,LABELS:.labels": 2,
+		"custom-columns-file=" + columns:                        2,
+	}
+	for format, lines := range text {
+		t.Run(format, func(t *testing.T) {
+			out := printed(t, format, evilSample)
+			noControl(t, out)
+			assert.Check(t, is.Equal(strings.Count(out, "\n"), lines), "%q", out)
+			assert.Check(t, is.Contains(out, `Evil^[]0;pwned\x07\u009b31m\u202e\x7f\nfake-line\tcol`))
+		})
+	}
+	// -o name of a report about no object of the cluster: its own kind/name.
+	out := printed(t, "name", func() (any, func() Table) { return api.NewReportMeta(evil, "x"), nil })
+	noControl(t, out)
+	assert.Check(t, is.Equal(strings.Count(out, "\n"), 1), "%q", out)
+
+	want, _ := evilSample()
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			out := printed(t, format, evilSample)
+			for _, r := range out {
+				assert.Check(t, r == '\n' || r == '\u202e' && format == "yaml" || r >= 0x20 && r != 0x7f && (r < 0x80 || r >= 0xa0) && r != '\u202e',
+					"control character %q in %q", r, out)
+			}
+			var got evilReport
+			assert.NilError(t, yaml.Unmarshal([]byte(out), &got), out)
+			assert.Check(t, is.DeepEqual(got, want), "the value reads back as it was")
+		})
+	}
+}
+
+// printed is what sample gives, printed in format.
+func printed[R any](t *testing.T, format string, sample func() (R, func() Table)) string {
+	t.Helper()
+	o := NewOutput()
+	*o.PrintFlags.OutputFormat = format
+	assert.NilError(t, o.Validate())
+	var buf bytes.Buffer
+	r, table := sample()
+	assert.NilError(t, o.Print(&buf, r, table))
+	return buf.String()
 }

@@ -147,6 +147,7 @@ func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
 				checkFiles(t, p, c, line)
 				checkChunkSize(t, p, c, line)
 				checkListing(t, p, c, line)
+				checkSelectors(t, p, c, line)
 			})
 		}
 	}
@@ -226,9 +227,41 @@ func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
 			assert.Check(t, is.Equal(f.Name, name))
 		}
 	}
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "invalid --selector", with(line, "-l", "env in (prod"))
-	// A blank selector parses as the empty one, which selects everything.
-	clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "is blank and selects everything", with(line, "-l", " "))
+}
+
+// checkSelectors: every label selector flag (-l, --pod-selector) refuses a
+// bad selector, and a blank one, before any request. labels.Parse takes
+// " " as the empty selector, which selects everything: `fleetdrain cluster
+// -l " "` would taint every cluster of the fleet.
+func checkSelectors(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "selector" && !strings.HasSuffix(f.Name, "-selector") {
+			return
+		}
+		base := line
+		if f.Name == "selector" {
+			// -l stands in for the names the line gives.
+			base = withoutNames(c, line)
+		}
+		flag := "--" + f.Name
+		clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "invalid "+flag, with(base, flag, "env in (prod"))
+		for _, blank := range []string{" ", "\t "} {
+			clitest.AssertExitBeforeAnyRequest(t, p.newRoot, exitcode.Usage, "is blank and selects everything", with(base, flag, blank))
+		}
+	})
+}
+
+// withoutNames is line without the names that follow the subcommands
+// (spoke-1 in "cluster spoke-1 --wait"; the path is "kubectl fleetdrain
+// cluster").
+func withoutNames(c *cobra.Command, line []string) []string {
+	words := len(strings.Fields(c.CommandPath())) - 2
+	out := slices.Clone(line[:words])
+	rest := line[words:]
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		rest = rest[1:]
+	}
+	return append(out, rest...)
 }
 
 // checkDryRun: a command that changes something takes --dry-run, kubectl's,

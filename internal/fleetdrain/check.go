@@ -51,11 +51,20 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 
 			* Blocks: a PodDisruptionBudget that allows no disruption now and
 			  protects pods of these nodes: their drain waits on it;
-			* LosesData: pods keeping state on the node (hostPath volumes, local
-			  PersistentVolumes, emptyDir volumes) and pods no controller
-			  re-creates. Whether an emptyDir holds data that matters cannot be
-			  seen from the API, so it counts as "may lose data" unless
+			* LosesData: pods keeping state on the node (hostPath volumes,
+			  emptyDir volumes, node-local PersistentVolumes) and pods no
+			  controller re-creates. A PersistentVolume is node-local when it is
+			  a local or hostPath one, or when its node affinity pins it to one
+			  node, as TopoLVM, OpenEBS LocalPV and local-path CSI drivers
+			  provision them: every term requires one value of the node's name,
+			  its kubernetes.io/hostname, or a label the node carries with its own
+			  name (topology.topolvm.io/node, openebs.io/nodename). A zonal volume
+			  is not. Whether an emptyDir holds data that matters cannot be seen
+			  from the API, so it counts as "may lose data" unless
 			  --allow-emptydir says emptyDir volumes are scratch space;
+			* CannotTell: a claim whose volume cannot be told: the claim is not
+			  found, is bound to no PersistentVolume, or its PersistentVolume is
+			  not found;
 			* Disrupts: Deployments and StatefulSets of one replica (down until
 			  their pod runs elsewhere), and StatefulSets of two or more replicas,
 			  or Deployments of a well-known quorum system (etcd, ZooKeeper,
@@ -65,8 +74,8 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 			them again (without what they kept on the old node).
 
 			Exit 0 when nothing would block or lose data (Disrupts findings are
-			listed and do not fail the check), exit 3 when something would, with
-			each such finding named.`),
+			listed and do not fail the check), exit 3 when something would, or
+			cannot be told, with each such finding named.`),
 		Example: templates.Examples(`
 			# Can any worker of the cluster be replaced safely?
 			kubectl fleetdrain check --kubeconfig app.kubeconfig
@@ -152,8 +161,10 @@ func (o *CheckOptions) read(ctx context.Context) (CheckInput, error) {
 	if err != nil {
 		return in, err
 	}
+	in.NodeLabels = map[string]map[string]string{}
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, n.Name)
+		in.NodeLabels[n.Name] = n.Labels
 	}
 	cannot := func(err error) error { return exitcode.RefusedError(fmt.Errorf("cannot check: %w", err)) }
 	all := metav1.ListOptions{}

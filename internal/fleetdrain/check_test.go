@@ -2,6 +2,8 @@ package fleetdrain
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -161,4 +163,124 @@ func TestPlanCheckClear(t *testing.T) {
 	r := PlanCheck(CheckInput{Nodes: []string{"worker-1"}})
 	assert.Check(t, is.Len(r.Items, 0))
 	assert.NilError(t, r.outcome())
+}
+
+// pinnedPV is a CSI PersistentVolume whose required node affinity is terms
+// (each a list of key, operator, values...).
+func pinnedPV(name, driver string, terms ...[]corev1.NodeSelectorRequirement) corev1.PersistentVolume {
+	pv := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: name}
+	if len(terms) > 0 {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}}
+		for _, reqs := range terms {
+			pv.Spec.NodeAffinity.Required.NodeSelectorTerms = append(pv.Spec.NodeAffinity.Required.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: reqs})
+		}
+	}
+	return pv
+}
+
+func nodeIn(key string, values ...string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+}
+
+// volumesInput has, on worker-1, one StatefulSet per kind of volume behind
+// its claim: node-local CSI volumes as TopoLVM, OpenEBS LocalPV (LVM) and
+// the CSI hostpath driver (local-path storage) provision them, pinned to
+// the node by their own label for it, one pinned by its hostname or its
+// name; volumes that outlive the node (zonal, or admitted on several
+// nodes); and claims that cannot be resolved.
+func volumesInput() CheckInput {
+	onNode := func(name, claim string) corev1.Pod {
+		return checkPod("data", name+"-0", "worker-1", "StatefulSet", name, nil,
+			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+	in := CheckInput{
+		Nodes: []string{"worker-1"},
+		NodeLabels: map[string]map[string]string{"worker-1": {
+			"kubernetes.io/hostname": "worker-1.example", "topology.kubernetes.io/zone": "zone-a",
+			"topology.topolvm.io/node": "worker-1", "openebs.io/nodename": "worker-1", "openebs.io/rack": "rack-1", "topology.hostpath.csi/node": "worker-1",
+		}},
+	}
+	zoneA := nodeIn("topology.kubernetes.io/zone", "zone-a")
+	volumes := map[string]corev1.PersistentVolume{
+		"topolvm":  pinnedPV("pvc-topolvm", "topolvm.io", []corev1.NodeSelectorRequirement{nodeIn("topology.topolvm.io/node", "worker-1")}),
+		"openebs":  pinnedPV("pvc-openebs", "local.csi.openebs.io", []corev1.NodeSelectorRequirement{nodeIn("openebs.io/rack", "rack-1"), nodeIn("openebs.io/nodename", "worker-1")}),
+		"hostpath": pinnedPV("pvc-hostpath", "hostpath.csi.k8s.io", []corev1.NodeSelectorRequirement{nodeIn("topology.hostpath.csi/node", "worker-1")}),
+		"hostname": pinnedPV("pvc-hostname", "local.csi.example.com", []corev1.NodeSelectorRequirement{zoneA, nodeIn("kubernetes.io/hostname", "worker-1.example")}, []corev1.NodeSelectorRequirement{nodeIn("kubernetes.io/hostname", "worker-1.example")}),
+		"field": func() corev1.PersistentVolume {
+			pv := pinnedPV("pvc-field", "local.csi.example.com")
+			pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchFields: []corev1.NodeSelectorRequirement{nodeIn("metadata.name", "worker-1")}}}}}
+			return pv
+		}(),
+		"zonal":     pinnedPV("pvc-zonal", "ebs.csi.aws.com", []corev1.NodeSelectorRequirement{zoneA}),
+		"rack":      pinnedPV("pvc-rack", "local.csi.openebs.io", []corev1.NodeSelectorRequirement{nodeIn("openebs.io/rack", "rack-1")}),
+		"two-nodes": pinnedPV("pvc-two-nodes", "shared.csi.example.com", []corev1.NodeSelectorRequirement{nodeIn("kubernetes.io/hostname", "worker-1.example", "worker-2.example")}),
+		"either": pinnedPV("pvc-either", "shared.csi.example.com",
+			[]corev1.NodeSelectorRequirement{nodeIn("kubernetes.io/hostname", "worker-1.example")}, []corev1.NodeSelectorRequirement{nodeIn("kubernetes.io/hostname", "worker-2.example")}),
+		"no-affinity": pinnedPV("pvc-no-affinity", "nfs.csi.k8s.io"),
+	}
+	for _, name := range slices.Sorted(maps.Keys(volumes)) {
+		in.Pods = append(in.Pods, onNode(name, "data-"+name))
+		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), nil, "postgres:16"))
+		c := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: "data-" + name}}
+		c.Spec.VolumeName = volumes[name].Name
+		in.Claims = append(in.Claims, c)
+		in.Volumes = append(in.Volumes, volumes[name])
+	}
+	// Claims that cannot be resolved: gone, never bound, bound to a volume
+	// that is not there.
+	unbound := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: "data-unbound"}}
+	lost := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: "data-lost"}}
+	lost.Spec.VolumeName = "pvc-deleted"
+	in.Claims = append(in.Claims, unbound, lost)
+	for _, name := range []string{"missing", "unbound", "lost"} {
+		in.Pods = append(in.Pods, onNode(name, "data-"+name))
+		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), nil, "postgres:16"))
+	}
+	in.Budgets = []*policyv1.PodDisruptionBudget{budget("data", "all", 1, nil)}
+	in.Budgets[0].Spec.Selector = &metav1.LabelSelector{}
+	return in
+}
+
+// A PersistentVolume whose node affinity pins it to the node keeps its data
+// there, whatever its driver (TopoLVM, OpenEBS LocalPV, local-path CSI):
+// LosesData, as a local volume. One a zone, a rack or several nodes admit
+// does not. A claim that cannot be resolved is a finding that fails the
+// check (CannotTell), never silence.
+func TestPlanCheckNodeLocalVolumes(t *testing.T) {
+	r := PlanCheck(volumesInput())
+	var buf bytes.Buffer
+	assert.NilError(t, cli.WriteTable(&buf, r.table(), false))
+	golden.Assert(t, buf.String(), "check-volumes.golden")
+	got := map[string]string{}
+	for _, item := range r.Items {
+		got[item.Object] = string(item.Severity) + " " + item.Reason
+	}
+	assert.Check(t, is.DeepEqual(got, map[string]string{
+		"statefulset.apps/topolvm":  "LosesData LocalVolume",
+		"statefulset.apps/openebs":  "LosesData LocalVolume",
+		"statefulset.apps/hostpath": "LosesData LocalVolume",
+		"statefulset.apps/hostname": "LosesData LocalVolume",
+		"statefulset.apps/field":    "LosesData LocalVolume",
+		"statefulset.apps/missing":  "CannotTell UnresolvedVolume",
+		"statefulset.apps/unbound":  "CannotTell UnresolvedVolume",
+		"statefulset.apps/lost":     "CannotTell UnresolvedVolume",
+	}))
+	err := r.outcome()
+	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused))
+	assert.Check(t, is.ErrorContains(err, "statefulset.apps/topolvm in data (LocalVolume)"))
+	assert.Check(t, is.ErrorContains(err, "statefulset.apps/unbound in data (UnresolvedVolume)"))
+
+	// Each alone fails the check; without them it passes.
+	for _, name := range []string{"topolvm", "openebs", "hostpath", "missing"} {
+		in := volumesInput()
+		in.Pods = slices.DeleteFunc(in.Pods, func(p corev1.Pod) bool { return p.Name != name+"-0" })
+		assert.Check(t, is.Equal(exitcode.Of(PlanCheck(in).outcome()), exitcode.Refused), name)
+	}
+	in := volumesInput()
+	in.Pods = slices.DeleteFunc(in.Pods, func(p corev1.Pod) bool {
+		return !slices.Contains([]string{"zonal-0", "rack-0", "two-nodes-0", "either-0", "no-affinity-0"}, p.Name)
+	})
+	assert.NilError(t, PlanCheck(in).outcome())
 }

@@ -28,6 +28,9 @@ const (
 	// SeverityLosesData: something is lost for good: data kept on the node,
 	// or a pod nothing re-creates.
 	SeverityLosesData Severity = "LosesData"
+	// SeverityCannotTell: whether data is kept on the node cannot be told
+	// (a claim that cannot be resolved): the check cannot pass it.
+	SeverityCannotTell Severity = "CannotTell"
 	// SeverityDisrupts: the service goes down, or loses quorum, until its
 	// pods run again elsewhere.
 	SeverityDisrupts Severity = "Disrupts"
@@ -36,7 +39,7 @@ const (
 )
 
 func (s Severity) rank() int {
-	return slices.Index([]Severity{SeverityBlocks, SeverityLosesData, SeverityDisrupts, SeverityNote}, s)
+	return slices.Index([]Severity{SeverityBlocks, SeverityLosesData, SeverityCannotTell, SeverityDisrupts, SeverityNote}, s)
 }
 
 // Reasons of check's findings.
@@ -46,6 +49,7 @@ const (
 	ReasonQuorum        = "QuorumWithoutBudget"
 	ReasonHostPath      = "HostPath"
 	ReasonLocalVolume   = "LocalVolume"
+	ReasonUnresolved    = "UnresolvedVolume"
 	ReasonEmptyDir      = "EmptyDir"
 	ReasonUnmanaged     = "NoController"
 )
@@ -62,6 +66,9 @@ type CheckInput struct {
 	ReplicaSets  []appsv1.ReplicaSet
 	Claims       []corev1.PersistentVolumeClaim
 	Volumes      []corev1.PersistentVolume
+	// NodeLabels are the checked nodes' labels, by name: which of them name
+	// the node itself, for the node affinity of volumes.
+	NodeLabels map[string]map[string]string
 	// AllowEmptyDir counts emptyDir volumes as scratch space (a Note).
 	AllowEmptyDir bool
 }
@@ -143,7 +150,7 @@ func PlanCheck(in CheckInput) CheckReport {
 	for _, w := range workloads {
 		workloadFindings(f, w, in.Budgets)
 	}
-	volumes := newVolumeIndex(in.Claims, in.Volumes)
+	volumes := newVolumeIndex(in.Claims, in.Volumes, in.NodeLabels)
 	for _, w := range workloads {
 		stateFindings(f, w, volumes, in.AllowEmptyDir)
 	}
@@ -348,12 +355,13 @@ func quorumApp(w *workload) string {
 
 // volumeIndex finds the PersistentVolume behind a pod's claim.
 type volumeIndex struct {
-	claims  map[string]*corev1.PersistentVolumeClaim
-	volumes map[string]*corev1.PersistentVolume
+	claims     map[string]*corev1.PersistentVolumeClaim
+	volumes    map[string]*corev1.PersistentVolume
+	nodeLabels map[string]map[string]string
 }
 
-func newVolumeIndex(claims []corev1.PersistentVolumeClaim, volumes []corev1.PersistentVolume) volumeIndex {
-	x := volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}}
+func newVolumeIndex(claims []corev1.PersistentVolumeClaim, volumes []corev1.PersistentVolume, nodeLabels map[string]map[string]string) volumeIndex {
+	x := volumeIndex{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}, nodeLabels: nodeLabels}
 	for i := range claims {
 		x.claims[namespacedName(claims[i].Namespace, claims[i].Name)] = &claims[i]
 	}
@@ -363,27 +371,107 @@ func newVolumeIndex(claims []corev1.PersistentVolumeClaim, volumes []corev1.Pers
 	return x
 }
 
-// nodeLocal is the PersistentVolume behind a claim when it lives on one
-// node (local or hostPath); nil otherwise.
-func (x volumeIndex) nodeLocal(namespace, claim string) *corev1.PersistentVolume {
-	c := x.claims[namespacedName(namespace, claim)]
-	if c == nil || c.Spec.VolumeName == "" {
-		return nil
-	}
-	pv := x.volumes[c.Spec.VolumeName]
-	if pv == nil || (pv.Spec.Local == nil && pv.Spec.HostPath == nil) {
-		return nil
-	}
-	return pv
+// claimData is what a pod's claim says of where its data is kept: on the
+// node (local names the volume and why), not (both ""), or it cannot be told
+// (unresolved says why).
+type claimData struct {
+	local, unresolved string
 }
 
-// stateFindings: volumes whose data lives on the node. Whether an emptyDir
-// holds data that matters cannot be seen from the API.
+// resolve follows the claim of pod p to its PersistentVolume.
+func (x volumeIndex) resolve(p *corev1.Pod, claim string) claimData {
+	c := x.claims[namespacedName(p.Namespace, claim)]
+	switch {
+	case c == nil:
+		return claimData{unresolved: claim + " (not found)"}
+	case c.Spec.VolumeName == "":
+		return claimData{unresolved: claim + " (bound to no PersistentVolume)"}
+	}
+	pv := x.volumes[c.Spec.VolumeName]
+	if pv == nil {
+		return claimData{unresolved: fmt.Sprintf("%s (its PersistentVolume %s not found)", claim, c.Spec.VolumeName)}
+	}
+	if why := keptOnNode(pv, p.Spec.NodeName, x.nodeLabels[p.Spec.NodeName]); why != "" {
+		return claimData{local: pv.Name + " (" + why + ")"}
+	}
+	return claimData{}
+}
+
+// keptOnNode says why a PersistentVolume keeps its data on one node ("" when
+// it does not): a local or hostPath volume, or one whose required node
+// affinity only one node can meet (pinnedNode), as node-local CSI drivers
+// (TopoLVM, OpenEBS LocalPV, local-path) provision them. node is the node
+// of the pod that uses it, labels that node's.
+func keptOnNode(pv *corev1.PersistentVolume, node string, labels map[string]string) string {
+	switch {
+	case pv.Spec.Local != nil:
+		return "local"
+	case pv.Spec.HostPath != nil:
+		return "hostPath"
+	}
+	pinned, key := pinnedNode(pv.Spec.NodeAffinity, node, labels)
+	switch {
+	case pinned == "":
+		return ""
+	case pv.Spec.CSI != nil:
+		return fmt.Sprintf("%s, pinned to %s by %s", pv.Spec.CSI.Driver, pinned, key)
+	}
+	return fmt.Sprintf("pinned to %s by %s", pinned, key)
+}
+
+// pinnedNode is the one node a volume's required node affinity admits, and
+// the key that names it ("" when it may admit more). Its terms are
+// alternatives, so each must name that same node. A term names a node when
+// one of its requirements (all of which must hold) is In with one value on a
+// key that tells nodes apart one by one: the field metadata.name, the label
+// kubernetes.io/hostname, or a label whose value on the pod's node is the
+// node's name or hostname (TopoLVM's topology.topolvm.io/node, OpenEBS's
+// openebs.io/nodename, the CSI hostpath driver's topology.hostpath.csi/node).
+// Which of the cluster's nodes match today does not decide it: a zone or a
+// rack with one node in it today still keeps a zonal volume's data when that
+// node is replaced.
+func pinnedNode(affinity *corev1.VolumeNodeAffinity, node string, labels map[string]string) (pinned, key string) {
+	if affinity == nil || affinity.Required == nil {
+		return "", ""
+	}
+	for i, term := range affinity.Required.NodeSelectorTerms {
+		n, k := termNode(term, node, labels)
+		if n == "" || i > 0 && n != pinned {
+			return "", ""
+		}
+		pinned, key = n, k
+	}
+	return pinned, key
+}
+
+// termNode is the node one term of a node affinity names, and the key it
+// names it by ("" when none).
+func termNode(term corev1.NodeSelectorTerm, node string, labels map[string]string) (pinned, key string) {
+	for _, r := range term.MatchFields {
+		if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0], r.Key
+		}
+	}
+	for _, r := range term.MatchExpressions {
+		if r.Operator != corev1.NodeSelectorOpIn || len(r.Values) != 1 {
+			continue
+		}
+		own := labels[r.Key]
+		if r.Key == corev1.LabelHostname || own != "" && (own == node || own == labels[corev1.LabelHostname]) {
+			return r.Values[0], r.Key
+		}
+	}
+	return "", ""
+}
+
+// stateFindings: volumes whose data lives on the node, and claims of which
+// that cannot be told. Whether an emptyDir holds data that matters cannot
+// be seen from the API.
 func stateFindings(f *findings, w *workload, volumes volumeIndex, allowEmptyDir bool) {
-	var hostPaths, locals, emptyDirs []string
-	var hostPods, localPods, emptyPods []*corev1.Pod
+	var hostPaths, locals, unresolved, emptyDirs []string
+	var hostPods, localPods, unresolvedPods, emptyPods []*corev1.Pod
 	for _, p := range w.pods {
-		var h, l, e bool
+		var h, l, u, e bool
 		for _, v := range p.Spec.Volumes {
 			switch {
 			case v.HostPath != nil:
@@ -391,8 +479,12 @@ func stateFindings(f *findings, w *workload, volumes volumeIndex, allowEmptyDir 
 			case v.EmptyDir != nil:
 				emptyDirs, e = appendNew(emptyDirs, v.Name), true
 			case v.PersistentVolumeClaim != nil:
-				if pv := volumes.nodeLocal(p.Namespace, v.PersistentVolumeClaim.ClaimName); pv != nil {
-					locals, l = appendNew(locals, pv.Name), true
+				d := volumes.resolve(p, v.PersistentVolumeClaim.ClaimName)
+				if d.local != "" {
+					locals, l = appendNew(locals, d.local), true
+				}
+				if d.unresolved != "" {
+					unresolved, u = appendNew(unresolved, d.unresolved), true
 				}
 			}
 		}
@@ -401,6 +493,9 @@ func stateFindings(f *findings, w *workload, volumes volumeIndex, allowEmptyDir 
 		}
 		if l {
 			localPods = append(localPods, p)
+		}
+		if u {
+			unresolvedPods = append(unresolvedPods, p)
 		}
 		if e {
 			emptyPods = append(emptyPods, p)
@@ -412,7 +507,11 @@ func stateFindings(f *findings, w *workload, volumes volumeIndex, allowEmptyDir 
 	}
 	if len(localPods) > 0 {
 		f.add(SeverityLosesData, ReasonLocalVolume, w.kind, w.namespace, w.name, localPods,
-			"local PersistentVolume "+strings.Join(locals, ", ")+": its data goes with the node, and the pod cannot run anywhere else")
+			"node-local PersistentVolume "+strings.Join(locals, "; ")+": its data goes with the node, and the pod cannot run anywhere else")
+	}
+	if len(unresolvedPods) > 0 {
+		f.add(SeverityCannotTell, ReasonUnresolved, w.kind, w.namespace, w.name, unresolvedPods,
+			"cannot tell whether PersistentVolumeClaim "+strings.Join(unresolved, ", ")+" keeps its data on the node: the check cannot pass it")
 	}
 	if len(emptyPods) > 0 {
 		sev, msg := SeverityLosesData, "may lose data: emptyDir "+strings.Join(emptyDirs, ", ")+" is emptied when the pod leaves the node (whether it holds data that matters cannot be seen from the API; --allow-emptydir if it is scratch space)"
@@ -437,12 +536,12 @@ func controllerKind(p *corev1.Pod) string {
 	return ""
 }
 
-// failing lists the findings that block or lose data: the ones that make
-// check exit 3.
+// failing lists the findings that block or lose data, or cannot tell: the
+// ones that make check exit 3.
 func (r CheckReport) failing() []Finding {
 	var out []Finding
 	for _, item := range r.Items {
-		if item.Severity == SeverityBlocks || item.Severity == SeverityLosesData {
+		if item.Severity == SeverityBlocks || item.Severity == SeverityLosesData || item.Severity == SeverityCannotTell {
 			out = append(out, item)
 		}
 	}
@@ -450,7 +549,7 @@ func (r CheckReport) failing() []Finding {
 }
 
 // outcome is check's error: a refusal (exit 3) naming every finding that
-// blocks or loses data; nil when there is none.
+// blocks, loses data or cannot tell; nil when there is none.
 func (r CheckReport) outcome() error {
 	failing := r.failing()
 	if len(failing) == 0 {
@@ -460,7 +559,7 @@ func (r CheckReport) outcome() error {
 	for _, item := range failing {
 		names = append(names, fmt.Sprintf("%s in %s (%s)", item.Object, item.Metadata.Namespace, item.Reason))
 	}
-	return exitcode.RefusedErrorf("a replacement of node(s) %s would be blocked or lose data: %s", strings.Join(r.Nodes, ", "), strings.Join(names, "; "))
+	return exitcode.RefusedErrorf("a replacement of node(s) %s would be blocked or lose data, or whether it would cannot be told: %s", strings.Join(r.Nodes, ", "), strings.Join(names, "; "))
 }
 
 // table is the human view: one row per finding.

@@ -281,7 +281,9 @@ func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster, place
 		return ClusterReport{}, worksRefusal(ctx, o.f, cluster)
 	}
 	if err != nil {
-		return ClusterReport{}, fmt.Errorf("listing the ManifestWorks of cluster %s: %w; nothing was changed", cluster, err)
+		// A 404 too: a hub that does not serve ManifestWorks has no plan to
+		// show, not a cluster without works.
+		return ClusterReport{}, exitcode.RefusedErrorf("cannot tell what draining cluster %s would move: listing its ManifestWorks: %w; nothing was changed", cluster, err)
 	}
 	return PlanCluster(cluster, workMetadata(works.Items), placements, mc.Spec.Taints, time.Now()), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,5 +81,29 @@ func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
 	assert.Check(t, is.ErrorContains(err, "cannot tell whether a Compute Pool owns cluster plain"))
 	for _, a := range client.Actions() {
 		assert.Check(t, a.GetVerb() != "patch", "nothing is changed")
+	}
+}
+
+// A cluster whose ManifestWorks cannot be listed, the hub not serving them
+// (404) or the list failing, has no plan: what the drain moves and what
+// stays cannot be told, so it refuses (exit 3) before any change, and an
+// unserved API never reads as a cluster without works.
+func TestClusterRefusesWhatItCannotPlan(t *testing.T) {
+	for name, listErr := range map[string]error{
+		"not served":  apierrors.NewNotFound(schema.GroupResource{Group: ocm.ManifestWorkResource.Group, Resource: ocm.ManifestWorkResource.Resource}, ""),
+		"list failed": apierrors.NewServiceUnavailable("etcd is away"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+				ocm.ManagedClusterResource: "ManagedClusterList", fleetconfig.SpokeResource: "SpokeList", ocm.ManifestWorkResource: "ManifestWorkList",
+			}, managedCluster("spoke-1", nil))
+			client.PrependReactor("list", "manifestworks", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+				return true, nil, listErr
+			})
+			o := &ClusterOptions{clusterTargets: clusterTargets{dynamic: client, Clusters: []string{"spoke-1"}}}
+			_, err := o.planClusters(context.Background(), nil)
+			assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), "%v", err)
+			assert.Check(t, is.ErrorContains(err, "cannot tell what draining cluster spoke-1 would move: listing its ManifestWorks: "+listErr.Error()))
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // ResumePlan is what resuming a cluster changes: each parked pool gets back
@@ -402,7 +403,7 @@ func (o *ResumeOptions) waitNodesReady(ctx context.Context, p *Platform, names [
 	}
 	if exitcode.IsRefused(err) {
 		o.view.nodesError = "not checked: the kubeconfig was refused"
-		return scrubbed(err)
+		return scrub.Error(err)
 	}
 	if err != nil {
 		o.view.nodesError = "not checked: " + notChecked(ctx, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // ReplacedThreshold is how many replacements of one pool's machines within
@@ -365,10 +366,10 @@ func (o *StatusOptions) status(ctx context.Context, p *Platform) error {
 func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterView, error) {
 	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if exitcode.IsRefused(err) {
-		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, scrubbed(err)
+		return ClusterView{Source: source, Error: "not read: the kubeconfig may not run programs or read local files"}, scrub.Error(err)
 	}
 	if err != nil {
-		msg := scrubbed(err).Error()
+		msg := scrub.Error(err).Error()
 		if o.ClusterKubeconfig == "" {
 			msg = "not checked: " + msg + ": " + p.clusterAccessHint(ctx, o.Name)
 		}

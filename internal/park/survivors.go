@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // Survivors is what parking kept and what it removed.
@@ -87,7 +88,7 @@ func (o *ParkOptions) survivors(ctx context.Context, p *Platform, before []capi.
 	}
 	kube, source, err := p.ClusterClient(ctx, o.Name, o.ClusterKubeconfig)
 	if err != nil {
-		s.Unread = scrubbed(err).Error()
+		s.Unread = scrub.Error(err).Error()
 		return s
 	}
 	rctx, cancel := p.clusterContext(ctx, left)

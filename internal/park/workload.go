@@ -5,8 +5,9 @@ package park
 import (
 	"context"
 	"errors"
-	"regexp"
 	"time"
+
+	"github.com/spokekit/spokekit/internal/scrub"
 )
 
 // WorkloadRequestTimeout bounds one request to a workload cluster: a
@@ -35,29 +36,5 @@ func notChecked(ctx context.Context, err error) string {
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return "not checked: timed out"
 	}
-	return scrubbed(err).Error()
+	return scrub.URLs(err.Error())
 }
-
-// userInfo is the user information of a URL in a message, where a
-// kubeconfig may keep a token or a password (http://TOKEN@host,
-// https://user:pass@host).
-var userInfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@"']+@`)
-
-// scrubbed is err with the user information of every URL in its message
-// replaced: errors from a workload cluster, or from reaching it, go through
-// it before they are shown. (To be pointed at internal/cli's shared URL
-// scrubber once it exists.) It keeps err's exit code: Unwrap gives err.
-func scrubbed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return scrubbedError{err}
-}
-
-type scrubbedError struct{ err error }
-
-func (e scrubbedError) Error() string {
-	return userInfo.ReplaceAllString(e.err.Error(), "${1}REDACTED@")
-}
-
-func (e scrubbedError) Unwrap() error { return e.err }

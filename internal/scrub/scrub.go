@@ -33,3 +33,19 @@ func URLs(s string) string {
 	}
 	return s
 }
+
+// Error is err with its message scrubbed (URLs), for errors that carry a
+// server's or a kubeconfig's text. It keeps err for errors.Is and As, and
+// so its exit code: Unwrap gives err.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return scrubbedError{err}
+}
+
+type scrubbedError struct{ err error }
+
+func (e scrubbedError) Error() string { return URLs(e.err.Error()) }
+
+func (e scrubbedError) Unwrap() error { return e.err }

@@ -1,6 +1,8 @@
 package scrub
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -22,6 +24,15 @@ func TestURLs(t *testing.T) {
 	} {
 		assert.Check(t, is.Equal(URLs(in), want), in)
 	}
+}
+
+// Error scrubs the message and keeps the error it wraps.
+func TestError(t *testing.T) {
+	cause := errors.New("refused")
+	err := Error(fmt.Errorf(`Get "https://user:s3cr3t@host/x?token=t0ken": %w`, cause))
+	assert.Check(t, is.Equal(err.Error(), `Get "https://REDACTED@host/x?token=REDACTED": refused`))
+	assert.Check(t, errors.Is(err, cause))
+	assert.Check(t, Error(nil) == nil)
 }
 
 // FuzzURLs: a password or token in a URL's user information never

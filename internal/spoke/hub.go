@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
@@ -252,14 +253,21 @@ func (h *HubClient) Spokes(ctx context.Context, ns, selector string) ([]fleetcon
 }
 
 // ManifestWorks lists the ManifestWorks in a cluster's namespace; where the
-// user may not, it refuses, naming the binding that grants them there.
+// user may not, it refuses, naming the binding that grants them there. They
+// are what would block the spoke's removal, so a list that fails is a check
+// that cannot be made (exit 3), never no works: also a 404, which says the
+// hub does not serve ManifestWorks (a list in a namespace that does not
+// exist is an empty one).
 func (h *HubClient) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
 	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster, "")
-	if apierrors.IsForbidden(err) {
+	switch {
+	case apierrors.IsForbidden(err):
 		return nil, h.worksForbidden(ctx, cluster)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("listing ManifestWorks in namespace %s: %w", cluster, err)
+	case apierrors.IsNotFound(err):
+		return nil, exitcode.RefusedErrorf("cannot check the ManifestWorks that would block the removal of spoke %s: the hub does not serve ManifestWorks (%s): %w; nothing was changed",
+			cluster, ocm.ManifestWorkResource.GroupVersion(), err)
+	case err != nil:
+		return nil, exitcode.RefusedErrorf("cannot check the ManifestWorks that would block the removal of spoke %s: listing ManifestWorks in namespace %s: %w; nothing was changed", cluster, cluster, err)
 	}
 	return out, nil
 }

@@ -58,7 +58,9 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			add-on owns (listed with the command to delete them), and placement
 			works unless cleanupConfig.forceClusterDrain is on (run kubectl
 			fleetdrain cluster first) or whose placements tolerate the
-			workload-cleanup taint the hub then adds.
+			workload-cleanup taint the hub then adds. Refused too when those works
+			cannot be listed (the hub does not serve ManifestWorks, or the list
+			fails): what cannot be checked is never taken for no works.
 
 			With --values or --helmrelease the spoke's entry leaves that file
 			too. A spoke a Helm release renders gets a warning, since the next
