@@ -12,6 +12,8 @@ DEMO_WORKDIR ?= $(CACHE)/demo
 BENCH        ?= .
 # make e2e PKG=spoke RUN=TestName: one package (or several, space separated) of
 # e2e/, and only the tests matching RUN; all of them by default.
+# make test-unit PKG=./internal/spoke/... RUN=TestName: the same for unit tests,
+# where PKG takes Go package patterns.
 PKG          ?=
 RUN          ?=
 INSTALL_DIR  ?= $(shell go env GOPATH)/bin
@@ -44,7 +46,8 @@ DIST_GIT := GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VAL
 comma := ,
 DIST_TARGETS := $(subst $() ,$(comma) ,$(strip $(subst /,_,$(PLATFORMS))))
 
-# The tool modules (e2e/tools/<module>) each e2e package runs beside the
+# The tool modules (e2e/tools/<module>, or hack/tools/<module> for build and
+# release tools) each e2e package runs beside the
 # control plane's, so `make e2e PKG=park` builds only what park runs.
 # golangci-lint is lint's, never a test's.
 E2E_TOOLS_base       := kubernetes etcd kwok
@@ -79,7 +82,7 @@ define timed
 @s=$$SECONDS; $(2); rc=$$?; echo "== $(1): $$((SECONDS - s))s (exit $$rc)"; exit $$rc
 endef
 
-.PHONY: help build install dist test test-unit e2e e2e-tools demo-tools bench-tools generate verify-generate lint demo demo-up demo-down bench clean
+.PHONY: help build install dist test test-unit fmt verify-tidy e2e e2e-tools demo-tools bench-tools generate verify-generate lint demo demo-up demo-down bench clean
 
 help: ## Show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -95,44 +98,50 @@ install: build ## Put the plugins and completion scripts on PATH (INSTALL_DIR, d
 	@echo "installed $(addprefix kubectl-,$(PLUGINS)) and their completion scripts into $(INSTALL_DIR)"
 
 dist: ## Release archives, checksums and krew manifests with GoReleaser: a snapshot, or VERSION=vX.Y.Z
-	e2e/tools/build.sh $(TOOLS_BIN) goreleaser
+	hack/tools/build.sh $(TOOLS_BIN) goreleaser
 	$(if $(PLATFORMS),sed -E 's/^( *targets:).*/\1 [$(DIST_TARGETS)]/',cat) $(GORELEASER_CONFIG) | \
 	  $(DIST_GIT) $(DIST_ENV) $(TOOLS_BIN)/goreleaser release --config - --clean $(DIST_FLAGS)
 	$(if $(DIST_ENV),mkdir -p $(KREW_MANIFESTS) && cp $(OUT)/dist/krew/*.yaml $(KREW_MANIFESTS)/)
 
 test: test-unit e2e ## Run every test: unit, then end-to-end on real local clusters
 
-test-unit: ## Unit tests with the race detector (no cluster needed)
-	$(call timed,unit tests,CGO_ENABLED=1 go test -race ./...)
+test-unit: ## Unit tests with the race detector (no cluster needed): all, or PKG=./internal/spoke/... RUN=TestName
+	$(call timed,unit tests,CGO_ENABLED=1 go test -race $(if $(RUN),-run '$(RUN)') $(or $(strip $(PKG)),./...))
+
+fmt: ## Format every Go file (gofmt -s), as lint expects
+	gofmt -s -w $$(git ls-files '*.go')
+
+verify-tidy: ## Fail when `go mod tidy` would change go.mod or go.sum
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 e2e-tools: ## Build the pinned tools the e2e tests run (control plane, kubectl, kwok, OCM, Cluster API, krew, GoReleaser; PKG= only its own), cached by version
-	$(call timed,e2e tools,e2e/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS))
+	$(call timed,e2e tools,hack/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS))
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
 	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 60m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
 
 generate: ## Regenerate the Spoke and Hub CRDs from internal/api
-	e2e/tools/build.sh $(TOOLS_BIN) controller-gen
+	hack/tools/build.sh $(TOOLS_BIN) controller-gen
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=internal/api/crds
 
 verify-generate: ## Fail when the CRDs in internal/api/crds are not what internal/api generates
-	e2e/tools/build.sh $(TOOLS_BIN) controller-gen
+	hack/tools/build.sh $(TOOLS_BIN) controller-gen
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(TOOLS_BIN)/controller-gen crd paths=./internal/api/fleetconfig/... output:crd:dir=$$tmp && \
 	diff -ru internal/api/crds $$tmp || { echo "internal/api/crds is behind internal/api: run make generate"; exit 1; }
 
 # Builds only controller-gen and golangci-lint, never the e2e tools: a fresh
 # clone lints in minutes.
-lint: verify-generate ## Generated CRDs up to date, gofmt, and golangci-lint (.golangci.yml, go vet included) over every file, e2e ones too
-	e2e/tools/build.sh $(TOOLS_BIN) golangci-lint
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+lint: verify-generate verify-tidy ## Generated CRDs up to date, gofmt, and golangci-lint (.golangci.yml, go vet included) over every file, e2e ones too
+	hack/tools/build.sh $(TOOLS_BIN) golangci-lint
+	@out=$$(gofmt -s -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed (make fmt):"; echo "$$out"; exit 1; fi
 	$(TOOLS_BIN)/golangci-lint run ./...
 
 demo-tools:
-	e2e/tools/build.sh $(TOOLS_BIN) $(DEMO_TOOLS)
+	hack/tools/build.sh $(TOOLS_BIN) $(DEMO_TOOLS)
 
 bench-tools:
-	e2e/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS_base) $(E2E_TOOLS_bench)
+	hack/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS_base) $(E2E_TOOLS_bench)
 
 demo: build demo-tools ## Bring up hub, spokes and a platform cluster, run the plugins on them, tear down
 	$(E2E_ENV) go run ./e2e/demo run

@@ -33,7 +33,7 @@ var capiClusters = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Versio
 const CAPITestModule = "sigs.k8s.io/cluster-api/test@v1.14.2"
 
 // A capiManager is one Cluster API manager: its binary (built by
-// e2e/tools/build.sh from e2e/tools/cluster-api) and the config/ directory of
+// hack/tools/build.sh from e2e/tools/cluster-api) and the config/ directory of
 // its module that holds its CRDs and webhook configurations.
 type capiManager struct {
 	name, module, config string

@@ -33,7 +33,7 @@ import (
 )
 
 // The Open Cluster Management components run as local processes of one
-// binary, `ocm`, built by e2e/tools/build.sh from the module pinned in
+// binary, `ocm`, built by hack/tools/build.sh from the module pinned in
 // e2e/tools/ocm (upstream's own commands; see its main.go).
 const (
 	// OCMComponents is the upstream release the components and their CRDs come from.

@@ -1,6 +1,6 @@
 // Pins GoReleaser, which `make dist` runs to build the release archives, their
 // checksums and the krew manifests.
-module github.com/spokekit/spokekit/e2e/tools/goreleaser
+module github.com/spokekit/spokekit/hack/tools/goreleaser
 
 go 1.26.1
 

@@ -1,5 +1,5 @@
 // Pins golangci-lint, which `make lint` runs with the project's .golangci.yml.
-module github.com/spokekit/spokekit/e2e/tools/golangci-lint
+module github.com/spokekit/spokekit/hack/tools/golangci-lint
 
 go 1.26.0
 

@@ -1,6 +1,6 @@
 // Pins controller-gen, which generates the FleetConfig Spoke and Hub CRDs in
 // internal/api/crds from the project's own Go types.
-module github.com/spokekit/spokekit/e2e/tools/controller-gen
+module github.com/spokekit/spokekit/hack/tools/controller-gen
 
 go 1.26.0
 

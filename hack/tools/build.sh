@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the end-to-end tools (Kubernetes control plane and kubectl, etcd, kwok,
-# kwokctl, controller-gen, krew, Open Cluster Management, the Cluster API
-# managers), GoReleaser, which `make dist` runs, and golangci-lint, which
-# `make lint` runs, from the modules pinned in the tools modules beside this
-# script, all through the Go module proxy. Each
-# module's binaries are cached under a directory keyed by the hash of its
+# Builds the pinned tools, each from its own Go module through the Go module
+# proxy: the build and release tools beside this script (hack/tools: golangci-lint
+# for `make lint`, controller-gen for `make generate`, GoReleaser for `make dist`)
+# and the test bed under e2e/tools (Kubernetes control plane and kubectl, etcd,
+# kwok and kwokctl, krew, Open Cluster Management, the Cluster API managers).
+# Each module's binaries are cached under a directory keyed by the hash of its
 # go.mod, go.sum and Go files, so a change rebuilds only that module and a warm
 # run takes seconds.
 #
@@ -15,6 +15,7 @@ set -euo pipefail
 bin=${1:?usage: build.sh BIN_DIR [MODULE...]}
 only=" ${*:2} "
 here=$(cd "$(dirname "$0")" && pwd)
+e2e_tools=$(cd "$here/../../e2e/tools" && pwd)
 cache=${SPOKEKIT_CACHE:-$HOME/.cache/spokekit}/tools
 mkdir -p "$bin" "$cache"
 
@@ -22,8 +23,9 @@ mkdir -p "$bin" "$cache"
 build() {
   local mod=$1; shift
   [[ $only == "  " || $only == *" $mod "* ]] || return 0
-  local key dir
-  key=$( (cat "$here/$mod/go.mod" "$here/$mod/go.sum" $(compgen -G "$here/$mod/*.go"); echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
+  local src=$here/$mod key dir
+  [[ -d $src ]] || src=$e2e_tools/$mod
+  key=$( (cat "$src/go.mod" "$src/go.sum" $(compgen -G "$src/*.go"); echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
   dir=$cache/$mod-$key
   # Two builds of one module at once would delete each other's output: take turns.
   local lock
@@ -35,7 +37,7 @@ build() {
     local spec name pkg start=$SECONDS
     for spec in "$@"; do
       name=${spec%%=*} pkg=${spec#*=}
-      (cd "$here/$mod" && go build -trimpath -ldflags "${LDFLAGS:--s -w}" -o "$dir/$name" "$pkg")
+      (cd "$src" && go build -trimpath -ldflags "${LDFLAGS:--s -w}" -o "$dir/$name" "$pkg")
     done
     touch "$dir/.complete"
     echo "e2e-tools: $mod built in $((SECONDS - start))s"
@@ -48,7 +50,7 @@ build() {
 # Asking the kubernetes module for its version resolves its module graph: only
 # when that module is wanted (`make lint` builds just controller-gen and golangci-lint).
 if [[ $only == "  " || $only == *" kubernetes "* ]]; then
-  kube_version=$(cd "$here/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
+  kube_version=$(cd "$e2e_tools/kubernetes" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
   kube_minor=$(echo "$kube_version" | cut -d. -f2)
   # Stamp the release into the Kubernetes binaries: kwokctl and kubectl read it.
   kube_ldflags="-s -w"
