@@ -83,10 +83,17 @@ func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 
 			The line is printed first; --wait then waits until the cluster's
 			agent has created its ManagedCluster. --accept (implies --wait)
-			accepts it as clusteradm accept does: it approves the cluster's
-			pending CSRs asked with a bootstrap credential when they all come
-			from one requester, sets hubAcceptsClient, and waits until the
-			cluster has joined and is available.
+			accepts it as clusteradm accept does, more strictly: it approves
+			only the client certificate request OCM's registration agent makes,
+			asked with the printed token (signer kube-apiserver-client; usages
+			digital signature, key encipherment, client auth; subject
+			CN=system:open-cluster-management:NAME:AGENT with the organizations
+			system:open-cluster-management:NAME and
+			system:open-cluster-management:managed-clusters and nothing else; no
+			subject alternative names), from one agent. It names every other
+			request labelled for the cluster, with why it is not approved. Then
+			it sets hubAcceptsClient and waits until the cluster has joined and
+			is available.
 
 			NAME must be a valid cluster name that no Spoke and no ManagedCluster
 			uses (exit 3 otherwise, nothing changed). Minting a token needs a
@@ -186,7 +193,7 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 	if !o.Wait {
 		return nil
 	}
-	return o.waitAndAccept(ctx, hub, r)
+	return o.waitAndAccept(ctx, hub, r, csrRulesFor(o.Name, facts.Token))
 }
 
 // read gathers what the plan decides on: whether the name is taken, and
@@ -264,7 +271,8 @@ func (o *JoinCommandOptions) token(ctx context.Context, hub *HubClient) (joinTok
 				bootstrapSecretPrefix, bootstrapSecretSelector, bootstrapSecretNamespace)
 		}
 		t.Source = "Secret " + bootstrapSecretNamespace + "/" + s.Name
-		t.Value = string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])
+		t.BootstrapTokenID = string(s.Data["token-id"])
+		t.Value = t.BootstrapTokenID + "." + string(s.Data["token-secret"])
 		if exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"])); err == nil {
 			t.Expires = &metav1.Time{Time: exp}
 		}
@@ -331,7 +339,7 @@ func loopback(host string) bool {
 
 // waitAndAccept waits for the cluster's ManagedCluster and, with --accept,
 // accepts it and waits until it joined.
-func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, r *JoinCommandReport) error {
+func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, r *JoinCommandReport, rules csrRules) error {
 	d := cli.NewDeadline(o.Timeout)
 	p := cli.NewProgress(o.ErrOut)
 	var mc ocm.ManagedCluster
@@ -344,7 +352,7 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 			return true, "created by the cluster's agent", nil
 		})
 	if err == nil && o.Accept {
-		err = hub.acceptCluster(ctx, &mc, d, p)
+		err = hub.acceptCluster(ctx, rules, &mc, d, p)
 	}
 	if err != nil && exitcode.Of(err) == exitcode.TimedOut {
 		until := ""
@@ -356,10 +364,11 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 	return err
 }
 
-// acceptCluster does what clusteradm accept does: approves the cluster's
-// CSRs its rules allow, sets hubAcceptsClient, then waits until the
-// cluster joined and is available.
-func (h *HubClient) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
+// acceptCluster does what clusteradm accept does, for the agent's request
+// alone: approves the cluster's CSRs the rules allow, sets
+// hubAcceptsClient, then waits until the cluster joined and is available.
+// The CSRs it refuses are named, with why.
+func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
 	var decision csrDecision
 	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, cli.ListWatch(h.Dynamic.Resource(csrResource), "", csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
@@ -370,19 +379,23 @@ func (h *HubClient) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d
 				}
 			}
 			var err error
-			if decision, err = decideCSRs(mc, csrs); err != nil {
+			if decision, err = decideCSRs(rules, mc, csrs); err != nil {
 				return false, "", err
 			}
-			return decision.ready(), fmt.Sprintf("%d request(s), %d to approve", len(csrs), len(decision.Approve)), nil
+			return decision.ready(), decision.state(len(csrs)), nil
 		})
 	if err != nil {
 		return err
 	}
+	for _, j := range decision.Refused {
+		p.Printf("%s", j.refusal())
+	}
 	for i := range decision.Approve {
-		if err := h.approveCSR(ctx, &decision.Approve[i]); err != nil {
+		c := &decision.Approve[i].CSR
+		if err := h.approveCSR(ctx, rules, c); err != nil {
 			return err
 		}
-		p.Printf("certificatesigningrequest/%s approved", decision.Approve[i].Name)
+		p.Printf("certificatesigningrequest/%s approved (subject %s)", c.Name, decision.Approve[i].Verdict.Subject)
 	}
 	if err := h.setHubAcceptsClient(ctx, mc.Name); err != nil {
 		return err
@@ -391,13 +404,17 @@ func (h *HubClient) acceptCluster(ctx context.Context, mc *ocm.ManagedCluster, d
 	return h.waitClusterJoined(ctx, mc.Name, d, p)
 }
 
-// approveCSR approves one CSR; when it changed meanwhile, it is read again
-// and left alone once someone approved or denied it.
-func (h *HubClient) approveCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
+// approveCSR approves one CSR the rules allowed. When it changed
+// meanwhile, it is read again and decided again: left alone once someone
+// approved or denied it, refused when the rules no longer allow it.
+func (h *HubClient) approveCSR(ctx context.Context, rules csrRules, csr *certificatesv1.CertificateSigningRequest) error {
 	csrs := h.Kube.CertificatesV1().CertificateSigningRequests()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if approved, denied := approval(csr); approved || denied {
 			return nil
+		}
+		if v := rules.judge(csr); !v.OK {
+			return exitcode.RefusedErrorf("certificatesigningrequest/%s changed since it was read and is not approved: %s", csr.Name, v.Reason)
 		}
 		c := csr.DeepCopy()
 		c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
@@ -406,9 +423,11 @@ func (h *HubClient) approveCSR(ctx context.Context, csr *certificatesv1.Certific
 		})
 		_, err := csrs.UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{FieldManager: FieldManager})
 		if apierrors.IsConflict(err) {
-			if fresh, gerr := csrs.Get(ctx, c.Name, metav1.GetOptions{}); gerr == nil {
-				*csr = *fresh
+			fresh, gerr := csrs.Get(ctx, c.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return fmt.Errorf("reading certificatesigningrequest %s again after a conflict: %w", c.Name, gerr)
 			}
+			*csr = *fresh
 		}
 		return err
 	})

@@ -1,13 +1,7 @@
 package spoke
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,7 +10,6 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
@@ -68,75 +61,6 @@ func TestJoinCommandPlans(t *testing.T) {
 		fmt.Fprintf(&out, "== taken: %s\nexit %d: %v\n", c.name, exitcode.Of(err), err)
 	}
 	golden.Assert(t, out.String(), "joincommand-plans.golden")
-}
-
-// csrFor is a CSR of cluster asked by user in groups, for common name cn.
-func csrFor(t *testing.T, name, cluster, user, cn string, groups ...string) certificatesv1.CertificateSigningRequest {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	assert.NilError(t, err)
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}}, key)
-	assert.NilError(t, err)
-	return certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{csrClusterLabel: cluster}},
-		Spec: certificatesv1.CertificateSigningRequestSpec{Username: user, Groups: groups, SignerName: registrationClientSigner,
-			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})},
-	}
-}
-
-// --accept approves what clusteradm accept approves, and nothing else.
-func TestAcceptApprovesWhatClusteradmAcceptDoes(t *testing.T) {
-	const cn = "system:open-cluster-management:edge-1:agent-1"
-	mc := &ocm.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge-1"}}
-	token := csrFor(t, "by-token", "edge-1", "system:bootstrap:ocmhub", cn, csrBootstrapGroup, "system:authenticated")
-	sa := csrFor(t, "by-sa", "edge-1", csrBootstrapSAUser, cn, csrBootstrapSAGroup, "system:serviceaccounts")
-	admin := csrFor(t, "by-admin", "edge-1", "kubernetes-admin", cn, "system:masters")
-	bootstrapUserOtherGroup := csrFor(t, "wrong-group", "edge-1", "system:bootstrap:ocmhub", cn, "system:authenticated")
-	otherCluster := csrFor(t, "other-cluster", "edge-2", "system:bootstrap:ocmhub", cn, csrBootstrapGroup)
-	garbage := csrFor(t, "garbage", "edge-1", "system:bootstrap:ocmhub", cn, csrBootstrapGroup)
-	garbage.Spec.Request = []byte("not a request")
-	denied := csrFor(t, "denied", "edge-1", "system:bootstrap:ocmhub", cn, csrBootstrapGroup)
-	denied.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied}}
-	approved := csrFor(t, "approved", "edge-1", "system:bootstrap:ocmhub", cn, csrBootstrapGroup)
-	approved.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved}}
-	second := csrFor(t, "second-agent", "edge-1", "system:bootstrap:ocmhub", "system:open-cluster-management:edge-1:agent-2", csrBootstrapGroup)
-
-	names := func(d csrDecision) []string {
-		var out []string
-		for _, c := range d.Approve {
-			out = append(out, c.Name)
-		}
-		return out
-	}
-	for _, c := range []struct {
-		name    string
-		csrs    []certificatesv1.CertificateSigningRequest
-		approve []string
-		ready   bool
-	}{
-		{"bootstrap token and ServiceAccount requests", []certificatesv1.CertificateSigningRequest{token, sa}, []string{"by-token", "by-sa"}, true},
-		{"not asked with a bootstrap credential, or not this cluster's", []certificatesv1.CertificateSigningRequest{admin, bootstrapUserOtherGroup, otherCluster, garbage}, nil, false},
-		{"denied stays denied", []certificatesv1.CertificateSigningRequest{denied}, nil, false},
-		{"already approved", []certificatesv1.CertificateSigningRequest{approved, token}, []string{"by-token"}, true},
-		{"none yet", nil, nil, false},
-	} {
-		d, err := decideCSRs(mc, c.csrs)
-		assert.NilError(t, err, c.name)
-		assert.Check(t, is.DeepEqual(names(d), c.approve), c.name)
-		assert.Check(t, is.Equal(d.ready(), c.ready), c.name)
-	}
-
-	// Two agents ask under one name: nothing is approved.
-	_, err := decideCSRs(mc, []certificatesv1.CertificateSigningRequest{token, second})
-	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
-	assert.ErrorContains(t, err, "come from 2 requesters (system:open-cluster-management:edge-1:agent-1, system:open-cluster-management:edge-1:agent-2)")
-	assert.ErrorContains(t, err, "nothing was approved")
-
-	// A cluster registering through AWS IRSA asks for no certificate.
-	irsa := &ocm.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge-1", Annotations: map[string]string{clusterARNAnnotation: "arn:aws:eks:x"}}}
-	d, err := decideCSRs(irsa, nil)
-	assert.NilError(t, err)
-	assert.Check(t, d.ready() && len(d.Approve) == 0)
 }
 
 // joinHub is a hub where edge-1 is free, the user may do everything, and

@@ -1,8 +1,6 @@
 package spoke
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -33,17 +31,14 @@ const (
 	bootstrapSecretSelector  = "app=cluster-manager" //nolint:gosec // G101: a label selector, no credential
 )
 
-// What `clusteradm accept` approves: a CSR labelled with the cluster's name,
-// asked by a bootstrap identity (one of these users, in one of these
-// groups), from one requester (the common name) only.
+// The identities a join's token authenticates as, and the label the
+// registration agent puts on its CSRs (csrRules says what is approved).
 const (
 	csrClusterLabel          = "open-cluster-management.io/cluster-name"
 	csrBootstrapUserPrefix   = "system:bootstrap:"
 	csrBootstrapSAUser       = "system:serviceaccount:" + bootstrapSANamespace + ":" + bootstrapSAName
-	csrGRPCSAUser            = "system:serviceaccount:open-cluster-management-hub:grpc-server-sa"
 	csrBootstrapGroup        = "system:bootstrappers:managedcluster"
 	csrBootstrapSAGroup      = "system:serviceaccounts:" + bootstrapSANamespace
-	csrGRPCGroup             = "system:serviceaccounts:open-cluster-management-hub"
 	clusterARNAnnotation     = ocm.ClusterAnnotationPrefix + "managed-cluster-arn"
 	registrationClientSigner = "kubernetes.io/kube-apiserver-client"
 )
@@ -74,6 +69,9 @@ type joinToken struct {
 	Value   string
 	Source  string
 	Expires *metav1.Time
+	// BootstrapTokenID is the bootstrap token's id ("" for a
+	// ServiceAccount token): the agent asks as system:bootstrap:<id>.
+	BootstrapTokenID string
 }
 
 // joinFacts is what join-command read before planning.
@@ -172,25 +170,53 @@ func shellQuote(s string) string {
 
 // csrDecision is what accept does with a cluster's CSRs.
 type csrDecision struct {
-	// Approve are the CSRs to approve.
-	Approve []certificatesv1.CertificateSigningRequest
-	// Approved: one of them is approved already.
+	// Approve are the CSRs to approve, each with what the rules saw.
+	Approve []judgedCSR
+	// Approved: one of the agent's requests is approved already.
 	Approved bool
 	// NoCSR: the cluster registers without one (AWS IRSA).
 	NoCSR bool
+	// Refused are the cluster's CSRs the rules refuse, and why.
+	Refused []judgedCSR
+}
+
+// judgedCSR is a CSR with the rules' verdict on it.
+type judgedCSR struct {
+	CSR     certificatesv1.CertificateSigningRequest
+	Verdict csrVerdict
 }
 
 // ready tells whether accept can go on: something to approve, or nothing
 // that needs it.
 func (d csrDecision) ready() bool { return len(d.Approve) > 0 || d.Approved || d.NoCSR }
 
-// decideCSRs applies clusteradm accept's rules (without --requesters or
-// --skip-approve-check) to the CSRs of cluster (pure): only CSRs with the
-// cluster's label, from a bootstrap user in a bootstrap group, with a
-// readable request; when their common names differ, several agents ask
-// under one name, and nothing is approved (exit 3). Denied ones stay
-// denied.
-func decideCSRs(mc *ocm.ManagedCluster, csrs []certificatesv1.CertificateSigningRequest) (csrDecision, error) {
+// state says the decision in words, naming each refused CSR and why.
+func (d csrDecision) state(n int) string {
+	s := fmt.Sprintf("%d request(s), %d to approve", n, len(d.Approve))
+	for _, j := range d.Refused {
+		s += "; " + j.refusal()
+	}
+	return s
+}
+
+// refusal names a refused CSR, why, and what it asks for.
+func (j judgedCSR) refusal() string {
+	s := fmt.Sprintf("certificatesigningrequest/%s is not approved: %s", j.CSR.Name, j.Verdict.Reason)
+	if j.Verdict.Subject != "" {
+		s += " (subject " + j.Verdict.Subject + ")"
+	}
+	return s
+}
+
+// decideCSRs applies the rules to the CSRs of cluster (pure): only the
+// request OCM's agent makes, asked with the join's token (csrRules.judge),
+// is approved; every other CSR labelled for the cluster is named as
+// refused, with why. Like clusteradm accept (without --requesters or
+// --skip-approve-check), when the agents' common names differ, several
+// agents ask under one name, and nothing is approved (exit 3). Denied ones
+// stay denied; one approved by someone else counts only when the rules
+// would have approved it.
+func decideCSRs(rules csrRules, mc *ocm.ManagedCluster, csrs []certificatesv1.CertificateSigningRequest) (csrDecision, error) {
 	if _, ok := mc.Annotations[clusterARNAnnotation]; ok {
 		return csrDecision{NoCSR: true}, nil
 	}
@@ -198,23 +224,22 @@ func decideCSRs(mc *ocm.ManagedCluster, csrs []certificatesv1.CertificateSigning
 	var requesters []string
 	for i := range csrs {
 		c := &csrs[i]
-		if c.Labels[csrClusterLabel] != mc.Name || !bootstrapRequest(c) {
-			continue
-		}
-		cn, err := commonName(c.Spec.Request)
-		if err != nil {
-			continue
-		}
-		if !slices.Contains(requesters, cn) {
-			requesters = append(requesters, cn)
-		}
 		approved, denied := approval(c)
-		switch {
-		case denied:
-		case approved:
+		if denied {
+			continue
+		}
+		j := judgedCSR{CSR: *c, Verdict: rules.judge(c)}
+		if !j.Verdict.OK {
+			d.Refused = append(d.Refused, j)
+			continue
+		}
+		if !slices.Contains(requesters, j.Verdict.CommonName) {
+			requesters = append(requesters, j.Verdict.CommonName)
+		}
+		if approved {
 			d.Approved = true
-		default:
-			d.Approve = append(d.Approve, *c)
+		} else {
+			d.Approve = append(d.Approve, j)
 		}
 	}
 	if len(requesters) > 1 {
@@ -223,18 +248,6 @@ func decideCSRs(mc *ocm.ManagedCluster, csrs []certificatesv1.CertificateSigning
 			mc.Name, len(requesters), strings.Join(requesters, ", "), mc.Name, csrClusterLabel, mc.Name, mc.Name)
 	}
 	return d, nil
-}
-
-// bootstrapRequest tells whether a CSR was asked with a bootstrap
-// credential, the only ones a new cluster's agent holds.
-func bootstrapRequest(c *certificatesv1.CertificateSigningRequest) bool {
-	u := c.Spec.Username
-	if !strings.HasPrefix(u, csrBootstrapUserPrefix) && !strings.HasPrefix(u, csrBootstrapSAUser) && !strings.HasPrefix(u, csrGRPCSAUser) {
-		return false
-	}
-	return slices.ContainsFunc(c.Spec.Groups, func(g string) bool {
-		return g == csrBootstrapGroup || g == csrBootstrapSAGroup || g == csrGRPCGroup
-	})
 }
 
 func approval(c *certificatesv1.CertificateSigningRequest) (approved, denied bool) {
@@ -247,16 +260,4 @@ func approval(c *certificatesv1.CertificateSigningRequest) (approved, denied boo
 		}
 	}
 	return approved, denied
-}
-
-func commonName(request []byte) (string, error) {
-	block, _ := pem.Decode(request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return "", fmt.Errorf("not a PEM certificate request")
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return "", err
-	}
-	return req.Subject.CommonName, nil
 }
