@@ -73,8 +73,8 @@ func (h *HubClient) waitGoneAccess() []authz.Permission {
 
 // preflight checks that the current user may do all of needs, before the
 // first write (exit 3 naming what is missing, and for a kubeconfig Secret
-// the commands that grant it).
-func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[]authz.Permission) error {
+// the commands that grant it, when grant allows them: see grantRefusal).
+func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, grant *secretGrantFor, needs ...[]authz.Permission) error {
 	var all []authz.Permission
 	for _, n := range needs {
 		all = append(all, n...)
@@ -88,8 +88,8 @@ func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[
 	}
 	rbac := RBACManifest
 	for _, a := range authz.Unique(all) {
-		if a.Resource == secretResource.Resource && a.Name != "" && len(missing) > 0 {
-			rbac += "; for secret " + a.Name + ":\n  " + h.secretGrant(ctx, a.Name) + "\n"
+		if a.Resource == secretResource.Resource && a.Name != "" && len(missing) > 0 && grant != nil {
+			rbac += "; for secret " + a.Name + ":\n  " + h.secretGrant(ctx, *grant, a.Name) + "\n"
 			break
 		}
 	}
@@ -97,18 +97,26 @@ func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, needs ...[
 }
 
 // secretGrant is the commands that let the current user read and update the
-// Secret name of the release namespace, and no other.
-func (h *HubClient) secretGrant(ctx context.Context, name string) string {
+// Secret name of the release namespace, and no other; or, when grantRefusal
+// refuses them, why not.
+func (h *HubClient) secretGrant(ctx context.Context, g secretGrantFor, name string) string {
+	if err := h.grantRefusal(ctx, g, name); err != nil {
+		return err.Error()
+	}
 	return cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1()))
 }
 
 // secretForbidden is the refusal for a Secret the current user may not
-// read: the commands that grant it, each on a line of its own (a caller's
-// words follow on the next), and nothing was changed. It wraps err, so
-// apierrors.IsForbidden still tells it.
-func (h *HubClient) secretForbidden(ctx context.Context, name string, err error) error {
+// read: the commands that grant it (see secretGrant), each on a line of its
+// own (a caller's words follow on the next), and nothing was changed. It
+// wraps err, so apierrors.IsForbidden still tells it.
+func (h *HubClient) secretForbidden(ctx context.Context, g secretGrantFor, name string, err error) error {
+	if refusal := h.grantRefusal(ctx, g, name); refusal != nil {
+		return exitcode.RefusedError(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: %v\n",
+			h.Namespace, name, refusal)})
+	}
 	return exitcode.RefusedError(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
-		h.Namespace, name, h.secretGrant(ctx, name))})
+		h.Namespace, name, cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1())))})
 }
 
 // secretForbiddenError says what to do about a Forbidden read, and unwraps

@@ -1,8 +1,6 @@
 package spoke
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -11,11 +9,6 @@ import (
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -23,7 +16,6 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
-	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
@@ -94,21 +86,4 @@ func TestSecretGrantNamesTheOneSecret(t *testing.T) {
 	// A user name from the server that a shell would read otherwise is not pasted in.
 	got = cli.SecretGrant(grantPrefix, "mural-system", "s1-kubeconfig", secretVerbs, "alice; rm -rf ~")
 	assert.Check(t, strings.HasSuffix(got, "--user USER"), got)
-}
-
-// A kubeconfig Secret the user may not read refuses (exit 3) with the
-// commands that grant that Secret alone, never a bare Forbidden error, and
-// never as if there were none.
-func TestForbiddenReadsNameTheirGrant(t *testing.T) {
-	kube := fake.NewClientset()
-	kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s1-kubeconfig", errors.New("RBAC"))
-	})
-	hub := &HubClient{Kube: kube, Namespace: "mural-system"}
-
-	_, err := hub.Secret(context.Background(), "s1-kubeconfig")
-	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
-	assert.Check(t, apierrors.IsForbidden(err))
-	assert.ErrorContains(t, err, "may not read secret mural-system/s1-kubeconfig; nothing was changed")
-	assert.ErrorContains(t, err, "\n  kubectl create role spokekit-spoke:s1-kubeconfig -n mural-system --verb get,update --resource secrets --resource-name s1-kubeconfig\n")
 }

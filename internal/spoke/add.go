@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -242,6 +243,9 @@ type addFacts struct {
 	File *values.File
 	// Mode is how the hub's FleetConfig controller runs.
 	Mode fleetMode
+	// ClusterUID is the UID of the kube-system namespace of the cluster
+	// the kubeconfig reaches.
+	ClusterUID string
 }
 
 // secretHolds is what an existing secret with another kubeconfig holds.
@@ -264,7 +268,23 @@ type addPlan struct {
 	SpokeAction  spokeAction `json:"spokeAction"`
 	// Spoke is the Spoke as the chart would render it from the entry.
 	Spoke *fleetconfig.Spoke `json:"spoke"`
+	// Record is what add records on the Spoke (see Record): in the Spoke
+	// it creates, by RecordPatch on one that exists, or not at all when
+	// there is none yet (RecordAction says which).
+	Record       Record        `json:"-"`
+	RecordPatch  []api.PatchOp `json:"recordPatch,omitempty"`
+	RecordAction recordAction  `json:"recordAction"`
 }
+
+// recordAction is how add records what it wrote on the Spoke.
+type recordAction string
+
+const (
+	recordInSpoke    recordAction = "in the Spoke created"
+	recordPatched    recordAction = "patch"
+	recordPresent    recordAction = "present"
+	recordNoSpokeYet recordAction = "no Spoke yet"
+)
 
 // planAdd decides every write from the facts; it reads and writes nothing.
 func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
@@ -322,6 +342,21 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 			p.SpokeAction = spokePresent
 		}
 	}
+	p.Record = Record{Secret: name, Credential: f.Credential, ClusterUID: f.ClusterUID}
+	switch {
+	case f.Spoke != nil && recorded(f.Spoke, p.Record):
+		p.RecordAction = recordPresent
+	case f.Spoke != nil:
+		p.RecordAction, p.RecordPatch = recordPatched, recordPatch(f.Spoke, p.Record)
+	case p.SpokeAction == spokeCreate:
+		p.RecordAction = recordInSpoke
+		if p.Spoke.Annotations == nil {
+			p.Spoke.Annotations = map[string]string{}
+		}
+		maps.Copy(p.Spoke.Annotations, p.Record.annotations())
+	default:
+		p.RecordAction = recordNoSpokeYet
+	}
 	return p, nil
 }
 
@@ -361,7 +396,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(o.Wait, hub)); err != nil {
+	if err := hub.preflight(ctx, o.DryRun, &secretGrantFor{Spoke: o.Name}, plan.access(o.Wait, hub)); err != nil {
 		return err
 	}
 	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.Credential}
@@ -446,6 +481,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 		return nil, exitcode.RefusedErrorf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
 			o.Kubeconfig.File, kc.User, kc.Server, strings.Join(missing, ", "))
 	}
+	f.ClusterUID = id.UID
 	if f.Spoke, err = o.checkName(ctx, id); err != nil {
 		return nil, err
 	}
@@ -455,7 +491,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if f.Redacted, err = kc.Redacted(); err != nil {
 		return nil, err
 	}
-	if f.Secret, err = o.hub.Secret(ctx, secretName(o.Name)); err != nil {
+	if f.Secret, err = o.hub.Secret(ctx, secretGrantFor{Spoke: o.Name}, secretName(o.Name)); err != nil {
 		return nil, err
 	}
 	s := f.Secret
@@ -492,6 +528,9 @@ func (p *addPlan) access(wait bool, hub *HubClient) []authz.Permission {
 	}
 	if p.SpokeAction != spokeNotApplied {
 		out = append(out, hub.spokeAccess("create")...)
+	}
+	if p.RecordPatch != nil {
+		out = append(out, hub.spokeAccess("patch")...)
 	}
 	if p.SpokeAction != spokeNotApplied && wait {
 		out = append(out, hub.waitJoinedAccess()...)
@@ -590,6 +629,12 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 			return fmt.Errorf("%w; the secret and values entry are in place: run the same command again", err)
 		}
 	}
+	if plan.RecordPatch != nil && o.DryRun != cli.DryRunClient {
+		p.Update("recording the secret on Spoke %s", o.Name)
+		if err := o.hub.patchSpoke(ctx, o.Name, plan.RecordPatch, o.DryRun); err != nil {
+			return fmt.Errorf("recording what was written on Spoke %s: %w; the secret and values entry are in place: run the same command again", o.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -616,6 +661,12 @@ func (p *addPlan) steps(ns, name string, dryRun cli.DryRun) []Step {
 		out = append(out, Step{"spoke " + ns + "/" + name, would("created")})
 	case spokePresent:
 		out = append(out, Step{"spoke " + ns + "/" + name, "already there"})
+	}
+	switch p.RecordAction {
+	case recordPatched:
+		out = append(out, Step{"record on spoke " + ns + "/" + name, would("written") + " (secret, credential, kube-system UID)"})
+	case recordNoSpokeYet:
+		out = append(out, Step{"record on spoke " + ns + "/" + name, "not written: there is no Spoke yet; once the upgrade made it, run this again to record the secret on it (status, health and the printed grants need the record)"})
 	}
 	return out
 }

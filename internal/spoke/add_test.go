@@ -55,7 +55,7 @@ func runSpoke(srv *clitest.APIServer, args ...string) (int, string, string) {
 func writes(srv *clitest.APIServer) []string {
 	var out []string
 	for _, r := range srv.Requests() {
-		if !strings.HasPrefix(r, "GET ") && !strings.Contains(r, "selfsubjectaccessreviews") {
+		if !strings.HasPrefix(r, "GET ") && !strings.Contains(r, "selfsubjectaccessreviews") && !strings.Contains(r, "selfsubjectreviews") {
 			out = append(out, r)
 		}
 	}
@@ -254,6 +254,7 @@ func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 				srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 404, notFound)
 			}
 			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
+			srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, existingSpoke1)
 			code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
 			assert.Check(t, is.Equal(code, tc.want), errOut)
 			if tc.want != exitcode.OK {
@@ -262,7 +263,10 @@ func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 				assert.Check(t, is.Len(writes(srv), 0))
 				return
 			}
-			assert.Check(t, is.DeepEqual(writes(srv), []string{"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke"}))
+			assert.Check(t, is.DeepEqual(writes(srv), []string{
+				"POST /api/v1/namespaces/mural-system/secrets?fieldManager=kubectl-spoke",
+				"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke",
+			}))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -127,7 +129,7 @@ func (h *HubClient) StoredKubeconfig(ctx context.Context, s *fleetconfig.Spoke) 
 	if ref == nil {
 		return nil, nil, fmt.Errorf("spoke %s uses in-cluster credentials, not a kubeconfig secret", s.Name)
 	}
-	sec, err := h.Secret(ctx, ref.Name)
+	sec, err := h.Secret(ctx, secretGrantFor{Spoke: s.Name, NamedBy: s}, ref.Name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,16 +154,17 @@ func (h *HubClient) ManagedCluster(ctx context.Context, name string) (*ocm.Manag
 	return &mc, nil
 }
 
-// Secret reads a secret of the release namespace; nil when it does not
-// exist. Its body is never logged, whatever -v says. One the user may not
-// read is a refusal that names the Role granting it alone.
-func (h *HubClient) Secret(ctx context.Context, name string) (*corev1.Secret, error) {
+// Secret reads a secret of the release namespace, a kubeconfig of g's
+// spoke; nil when it does not exist. Its body is never logged, whatever -v
+// says. One the user may not read is a refusal that names the Role
+// granting it alone, when grantRefusal allows that.
+func (h *HubClient) Secret(ctx context.Context, g secretGrantFor, name string) (*corev1.Secret, error) {
 	s, err := h.Kube.CoreV1().Secrets(h.Namespace).Get(cli.HideBodies(ctx), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if apierrors.IsForbidden(err) {
-		return nil, h.secretForbidden(ctx, name, err)
+		return nil, h.secretForbidden(ctx, g, name, err)
 	}
 	if err != nil {
 		return nil, wrapRead(err, "Secret", h.Namespace, name)
@@ -287,6 +290,18 @@ func (h *HubClient) createSpoke(ctx context.Context, s *fleetconfig.Spoke, dryRu
 		return fmt.Errorf("creating Spoke %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil
+}
+
+// patchSpoke sends a JSON patch (guarded by its own test operations) to
+// the Spoke name of the release namespace.
+func (h *HubClient) patchSpoke(ctx context.Context, name string, ops []api.PatchOp, dryRun cli.DryRun) error {
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	_, err = h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(h.Namespace).Patch(ctx, name, types.JSONPatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)})
+	return err
 }
 
 // Placements lists the Placements of every namespace.

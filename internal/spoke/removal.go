@@ -354,7 +354,7 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err != nil {
 		return err
 	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
+	if err := hub.preflight(ctx, o.DryRun, nil, plan.access(hub)); err != nil {
 		return err
 	}
 	var warnings []string

@@ -2,15 +2,12 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -140,6 +137,9 @@ type rotateFacts struct {
 	Target     *corev1.Secret
 	Kubeconfig []byte
 	File       *values.File
+	// Credential and ClusterUID are the new kubeconfig's, for the record.
+	Credential kubeconfig.Credential
+	ClusterUID string
 }
 
 // repointAction is what rotate-kubeconfig does to the values entry.
@@ -156,13 +156,15 @@ const (
 type rotatePlan struct {
 	Secret     secretWrite `json:"-"`
 	SecretName string      `json:"secret"`
-	// Patch points the Spoke at the new secret (see repointPatch); none
-	// for a rotation in place.
-	Patch    []api.PatchOp `json:"patch,omitempty"`
-	Values   repointAction `json:"values"`
-	fileEdit `json:"-"`
-	ListPath string `json:"listPath,omitempty"`
-	Warning  string `json:"warning,omitempty"`
+	// Patch points the Spoke at the new secret and records it (see
+	// repointPatch); none for a rotation in place, which only records
+	// (RecordPatch, none when the record is there already).
+	Patch       []api.PatchOp `json:"patch,omitempty"`
+	RecordPatch []api.PatchOp `json:"recordPatch,omitempty"`
+	Values      repointAction `json:"values"`
+	fileEdit    `json:"-"`
+	ListPath    string `json:"listPath,omitempty"`
+	Warning     string `json:"warning,omitempty"`
 }
 
 // planRotate decides every write from the facts; it reads and writes nothing.
@@ -173,10 +175,15 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
 	p := &rotatePlan{Secret: secretWrite{Namespace: f.Namespace, Name: ref.Name, Key: key, Data: f.Kubeconfig, Existing: f.Current}, SecretName: ref.Name, Values: repointNoFile}
+	rec := Record{Secret: ref.Name, Credential: f.Credential, ClusterUID: f.ClusterUID}
+	if !recorded(f.Spoke, rec) {
+		p.RecordPatch = recordPatch(f.Spoke, rec)
+	}
 	if o.Secret != "" && o.Secret != ref.Name {
 		p.Secret = secretWrite{Namespace: f.Namespace, Name: o.Secret, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Target}
 		p.SecretName = o.Secret
-		p.Patch = repointPatch(f.Spoke, o.Secret)
+		rec.Secret = o.Secret
+		p.Patch, p.RecordPatch = repointPatch(f.Spoke, o.Secret, rec), nil
 		if release := HelmRelease(f.Spoke); release != "" && f.File == nil {
 			p.Warning = helmRepointWarning(o.Name, release, ref.Name, o.Secret)
 		}
@@ -197,23 +204,23 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 	return p, nil
 }
 
-// repointPatch points the Spoke at secret in a JSON patch that first tests
-// its UID and the reference it had when read: a Spoke made again under the
-// name, or pointed elsewhere in between, is not changed. Not the
-// resourceVersion: the FleetConfig controller updates a Spoke's status all
-// the time, and a patch guarded by it loses that race.
-func repointPatch(s *fleetconfig.Spoke, secret string) []api.PatchOp {
+// repointPatch points the Spoke at secret, and records rec on it, in a JSON
+// patch that first tests its UID and the reference it had when read: a
+// Spoke made again under the name, or pointed elsewhere in between, is not
+// changed. Not the resourceVersion: the FleetConfig controller updates a
+// Spoke's status all the time, and a patch guarded by it loses that race.
+func repointPatch(s *fleetconfig.Spoke, secret string, rec Record) []api.PatchOp {
 	ref := s.Spec.Kubeconfig.SecretReference
 	var key any = api.Absent
 	if ref.KubeconfigKey != "" {
 		key = ref.KubeconfigKey
 	}
-	return []api.PatchOp{
+	return append([]api.PatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: s.UID},
 		{Op: "test", Path: "/spec/kubeconfig/secretReference/name", Value: ref.Name},
 		{Op: "test", Path: "/spec/kubeconfig/secretReference/kubeconfigKey", Value: key},
 		{Op: "replace", Path: "/spec/kubeconfig/secretReference", Value: fleetconfig.SecretReference{Name: secret, KubeconfigKey: fleetconfig.DefaultKubeconfigKey}},
-	}
+	}, recordOps(s, rec)...)
 }
 
 // fill writes into the report what the plan did, or under a dry run
@@ -254,7 +261,12 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := hub.preflight(ctx, o.DryRun, plan.access(hub)); err != nil {
+	// In place, the Secret's name came from the Spoke.
+	grant := &secretGrantFor{Spoke: o.Name}
+	if plan.Patch == nil {
+		grant.NamedBy = facts.Spoke
+	}
+	if err := hub.preflight(ctx, o.DryRun, grant, plan.access(hub)); err != nil {
 		return err
 	}
 	if err := o.apply(ctx, hub, plan); err != nil {
@@ -299,11 +311,15 @@ func (o *RotateOptions) read(ctx context.Context, hub *HubClient) (*rotateFacts,
 	if !same {
 		return nil, nil, exitcode.RefusedErrorf("%s reaches a different cluster than spoke %s (different %s); nothing was changed", o.Kubeconfig.File, o.Name, by)
 	}
-	f := &rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec}
+	f := &rotateFacts{Namespace: hub.Namespace, Spoke: s, Current: sec, Credential: newCred, ClusterUID: newID.UID}
 	if o.Secret != "" && o.Secret != ref.Name {
 		if f.Target, err = o.checkTarget(ctx, hub, newID); err != nil {
 			return nil, nil, err
 		}
+	} else if err := hub.refuseSecretInUse(ctx, ref.Name, o.Name, "nothing was changed: point spoke "+o.Name+" at a Secret of its own with --secret "+secretName(o.Name)+"-SUFFIX"); err != nil {
+		// In place too: the Spoke may have been pointed at a Secret that
+		// another spoke or the Hub uses.
+		return nil, nil, err
 	}
 	// Under the context name the Spoke reads (spec.kubeconfig.context).
 	if f.Kubeconfig, err = kc.BytesAs(s.Spec.Kubeconfig.Context); err != nil {
@@ -340,7 +356,7 @@ func (p *rotatePlan) access(hub *HubClient) []authz.Permission {
 		verb = "create"
 	}
 	out := []authz.Permission{hub.secretAccess(verb, p.Secret.Name)}
-	if p.Patch != nil {
+	if p.Patch != nil || p.RecordPatch != nil {
 		out = append(out, hub.spokeAccess("patch")...)
 	}
 	return out
@@ -357,13 +373,13 @@ func (o *RotateOptions) apply(ctx context.Context, hub *HubClient, p *rotatePlan
 		return err
 	}
 	if p.Patch != nil {
-		patch, err := json.Marshal(p.Patch)
-		if err != nil {
-			return err
-		}
-		if _, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace).Patch(ctx, o.Name, types.JSONPatchType, patch,
-			metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
+		if err := hub.patchSpoke(ctx, o.Name, p.Patch, o.DryRun); err != nil {
 			return fmt.Errorf("pointing Spoke %s at secret %s: %w; the secret was written, the Spoke still uses the old one: run this again", o.Name, p.SecretName, err)
+		}
+	}
+	if p.RecordPatch != nil {
+		if err := hub.patchSpoke(ctx, o.Name, p.RecordPatch, o.DryRun); err != nil {
+			return fmt.Errorf("recording the new credential on Spoke %s: %w; the secret was written: run this again", o.Name, err)
 		}
 	}
 	if err := p.write(o.DryRun); err != nil {
@@ -382,7 +398,7 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *HubClient, id kube
 	if err := hub.refuseSecretInUse(ctx, o.Secret, o.Name, next); err != nil {
 		return nil, err
 	}
-	sec, err := hub.Secret(ctx, o.Secret)
+	sec, err := hub.Secret(ctx, secretGrantFor{Spoke: o.Name}, o.Secret)
 	if err != nil || sec == nil {
 		return nil, err
 	}

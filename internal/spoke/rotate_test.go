@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -233,12 +234,16 @@ func TestRotateInPlaceConflict(t *testing.T) {
 func TestRepointPatch(t *testing.T) {
 	read := newSpoke("spoke-1", func(s *fleetconfig.Spoke) { s.UID, s.ResourceVersion = "u-1", "41" })
 	read.Spec.Kubeconfig.SecretReference.KubeconfigKey = "kubeconfig"
-	patch := repointPatch(&read, "spoke-1-2027")
+	rec := Record{Secret: "spoke-1-2027", Credential: kubeconfig.Credential{Kind: "token"}, ClusterUID: "ks-1"}
+	patch := repointPatch(&read, "spoke-1-2027", rec)
 	busy := read
 	busy.ResourceVersion, busy.Status.Phase = "42", fleetconfig.SpokePhaseUnhealthy
 	after, err := applyPatch(t, busy, patch)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(after.Spec.Kubeconfig.SecretReference, &fleetconfig.SecretReference{Name: "spoke-1-2027", KubeconfigKey: "kubeconfig"}))
+	got, err := readRecord(after)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, rec), "the new secret is recorded in the same patch")
 
 	again := busy
 	again.UID = "u-2"

@@ -236,7 +236,7 @@ func (o *SetOptions) Run(ctx context.Context) error {
 		from, _, _ := unstructured.NestedFieldNoCopy(u.Object, append([]string{"spec"}, a.Path...)...)
 		r.Changes = append(r.Changes, SetChange{Field: a.Field(), From: from, To: a.Value})
 	}
-	if err := hub.preflight(ctx, o.DryRun, hub.spokeAccess("patch")); err != nil {
+	if err := hub.preflight(ctx, o.DryRun, nil, hub.spokeAccess("patch")); err != nil {
 		return err
 	}
 	if o.DryRun != cli.DryRunClient {
