@@ -328,11 +328,11 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
 		}
 	}
-	gates, err := spokeFeatureGates(f.File)
+	chart, err := chartSettings(f.File, o.Cleanup, f.Mode)
 	if err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
-	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, ChartSettings{Cleanup: o.Cleanup, Mode: f.Mode, FeatureGates: gates}); err != nil {
+	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, chart); err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
 	if o.Apply {
@@ -358,6 +358,22 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		p.RecordAction = recordNoSpokeYet
 	}
 	return p, nil
+}
+
+// chartSettings are what the chart renders into a Spoke from the values
+// file besides its entry (f nil: no file, the chart's defaults).
+func chartSettings(f *values.File, cleanup fleetconfig.CleanupConfig, mode fleetMode) (ChartSettings, error) {
+	gates, err := spokeFeatureGates(f)
+	if err != nil {
+		return ChartSettings{}, err
+	}
+	c := ChartSettings{Cleanup: cleanup, Mode: mode, FeatureGates: gates}
+	if f != nil {
+		if c.Annotations, err = values.SpokeAnnotations(f.Data, f.Kind); err != nil {
+			return ChartSettings{}, fmt.Errorf("%s: %w", f.Path, err)
+		}
+	}
+	return c, nil
 }
 
 // spokeFeatureGates is klusterlet.featureGates as the chart renders it from

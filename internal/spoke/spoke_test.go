@@ -173,7 +173,7 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 	assert.Equal(t, s.Spec.HubRef, fleetconfig.HubRef{Name: "hub", Namespace: "mural-system"})
 	assert.Equal(t, s.Spec.Kubeconfig.SecretReference.Name, "spoke-2-kubeconfig")
 	assert.Check(t, s.Spec.CleanupConfig.ForceClusterDrain)
-	assert.Check(t, !s.Spec.Klusterlet.ForceInternalEndpointLookup)
+	assert.Check(t, s.Spec.Klusterlet.ForceInternalEndpointLookup, "as the entry says")
 	assert.Check(t, s.Spec.Klusterlet.Values == nil)
 	assert.Equal(t, HelmRelease(s), "mural")
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -111,7 +112,9 @@ func TestDiffValues(t *testing.T) {
 	data, err := json.Marshal(r)
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(string(data), `{"path":"klusterlet.mode","values":"Default","live":"Hosted","immutable":true}`))
-	assert.Check(t, is.Contains(string(data), `{"path":"logVerbosity","values":2,"live":4}`))
+	assert.Check(t, is.Contains(string(data), `{"path":"kubeconfig.secretReference.name","values":"spoke-1-kubeconfig","live":"spoke-1-kubeconfig-2027"}`))
+	// The chart renders no logVerbosity into a Spoke: no upgrade changes it.
+	assert.Check(t, !strings.Contains(string(data), `logVerbosity`))
 }
 
 // In step: exit 0, whatever the server defaults.

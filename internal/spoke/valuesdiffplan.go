@@ -233,6 +233,8 @@ func isZero(v any) bool {
 		return !x
 	case float64:
 		return x == 0
+	case int:
+		return x == 0
 	case map[string]any:
 		for _, e := range x {
 			if !isZero(e) {
