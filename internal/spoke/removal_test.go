@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -176,4 +177,14 @@ func TestManagedClusterGoneOrRegisteredAgain(t *testing.T) {
 			assert.Check(t, is.Equal(again, c.again))
 		})
 	}
+}
+
+// remove's help says who unjoins the cluster as FleetConfig does it: in
+// addon mode the agent on the spoke, not the hub.
+func TestRemoveHelpSaysWhoUnjoins(t *testing.T) {
+	cmd, _, err := NewCmdSpoke(genericiooptions.NewTestIOStreamsDiscard()).Find([]string{"remove"})
+	assert.NilError(t, err)
+	help := strings.Join(strings.Fields(cmd.Long), " ")
+	assert.Check(t, is.Contains(help, "In addon mode (the chart's default) the fleetconfig-controller-agent on the spoke does that part"))
+	assert.Check(t, !strings.Contains(help, "the hub then unjoins"), help)
 }

@@ -49,9 +49,13 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		Use:   "remove NAME",
 		Short: "Unregister a spoke the graceful way, after checking nothing blocks it",
 		Long: templates.LongDesc(`
-			Remove a spoke from the fleet: the Spoke is deleted, and the hub then
-			unjoins the cluster, removes the klusterlet from it and deletes the
-			ManagedCluster and its namespace.
+			Remove a spoke from the fleet: the Spoke is deleted, the hub takes the
+			spoke out of its placements and disables its add-ons, and then the
+			cluster is unjoined and its klusterlet removed. In addon mode (the
+			chart's default) the fleetconfig-controller-agent on the spoke does
+			that part; the hub does it itself, with the stored kubeconfig, in
+			unified mode, for hub-as-spoke, and before the agent took over. Last
+			the hub deletes the ManagedCluster and its namespace.
 
 			Refused (exit 3, nothing changed) while ManifestWorks in the cluster's
 			namespace would keep the hub waiting forever: works no placement or
