@@ -161,31 +161,40 @@ func TestClusterClientErrorsNameNoFlag(t *testing.T) {
 	assert.Check(t, is.Contains(view.Error, "pass --cluster-kubeconfig FILE"))
 }
 
-// Kamaji labels its pods with the name of the control plane, which a
-// topology names after the cluster with a suffix: the pods of a control
-// plane whose name differs from the cluster's are found, and a cluster's
-// name on someone else's pods finds nothing.
-func TestControlPlanePodsFollowTheControlPlaneRef(t *testing.T) {
+// The control-plane pods are the ones the platform's runbook selects,
+// kamaji.clastix.io/name=<cluster>; only when none carries the cluster's
+// name are they found by the name of the control plane the cluster refers
+// to (Kamaji's own label value, suffixed by a topology).
+func TestControlPlanePodsFollowTheRunbooksLabel(t *testing.T) {
 	c := threePools()
 	c.Spec.ControlPlaneRef = &capi.ObjectRef{Kind: "KamajiControlPlane", Name: "app-x7k2p"}
 	p, _ := fakePlatform(t, c, nil)
-	for name, label := range map[string]string{"tcp-0": "app-x7k2p", "tcp-1": "app-x7k2p", "other": "app"} {
+	create := func(name, label string) {
 		_, err := p.Kube.CoreV1().Pods(c.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: c.Namespace, Labels: map[string]string{capi.KamajiNameLabel: label}}}, metav1.CreateOptions{})
 		assert.NilError(t, err)
 	}
-	pods, err := p.ControlPlanePods(context.Background(), c)
-	assert.NilError(t, err)
-	var names []string
-	for _, pod := range pods {
-		names = append(names, pod.Name)
+	found := func() []string {
+		pods, err := p.ControlPlanePods(context.Background(), c)
+		assert.NilError(t, err)
+		names := []string{}
+		for _, pod := range pods {
+			names = append(names, pod.Name)
+		}
+		return names
 	}
-	assert.DeepEqual(t, names, []string{"tcp-0", "tcp-1"})
+	create("tcp-0", "app-x7k2p")
+	create("tcp-1", "app-x7k2p")
+	assert.DeepEqual(t, found(), []string{"tcp-0", "tcp-1"})
+	create("app-0", "app")
+	assert.DeepEqual(t, found(), []string{"app-0"})
 
 	c.Spec.ControlPlaneRef = nil
-	pods, err = p.ControlPlanePods(context.Background(), c)
-	assert.NilError(t, err)
-	assert.Check(t, is.Len(pods, 0), "no control plane referenced yet")
+	// The runbook's label needs no control plane reference.
+	assert.DeepEqual(t, found(), []string{"app-0"})
+	assert.NilError(t, p.Kube.CoreV1().Pods(c.Namespace).Delete(context.Background(), "app-0", metav1.DeleteOptions{}))
+	// No reference, no fallback.
+	assert.DeepEqual(t, found(), []string{})
 }
 
 // Cluster API updates a busy Cluster's status all the time, and every status

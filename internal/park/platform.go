@@ -95,18 +95,26 @@ func (p *Platform) Cluster(ctx context.Context, name string) (*capi.Cluster, err
 	return capi.FromUnstructured[capi.Cluster](u)
 }
 
-// ControlPlanePods lists the pods of a Kamaji control plane on the platform,
-// labelled with the name of the cluster's control plane object.
+// ControlPlanePods lists the pods of a Kamaji control plane on the platform.
+// The platform's runbook selects them by the cluster's name in Kamaji's name
+// label; Kamaji puts the control plane object's name there, which differs
+// when a topology adds a suffix, so that name is the fallback when the
+// cluster's finds none.
 func (p *Platform) ControlPlanePods(ctx context.Context, c *capi.Cluster) ([]corev1.Pod, error) {
-	name := capi.ControlPlaneName(c)
-	if name == "" {
-		return nil, nil
+	names := []string{c.Name}
+	if ref := capi.ControlPlaneName(c); ref != "" && ref != c.Name {
+		names = append(names, ref)
 	}
-	pods, err := p.Kube.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{capi.KamajiNameLabel: name}).String()})
-	if err != nil {
-		return nil, fmt.Errorf("listing the control-plane pods of %s (%s=%s): %w", c.Name, capi.KamajiNameLabel, name, err)
+	for _, name := range names {
+		pods, err := p.Kube.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{capi.KamajiNameLabel: name}).String()})
+		if err != nil {
+			return nil, fmt.Errorf("listing the control-plane pods of %s (%s=%s): %w", c.Name, capi.KamajiNameLabel, name, err)
+		}
+		if len(pods.Items) > 0 {
+			return pods.Items, nil
+		}
 	}
-	return pods.Items, nil
+	return nil, nil
 }
 
 // Clusters lists the clusters of the namespace ("" for all) that match the
