@@ -1,6 +1,7 @@
 package admissionpolicy
 
 import (
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -100,6 +101,53 @@ type: Opaque
 			assert.Assert(t, v.deniedBy("spokekit-spoke-secret-writer"), "%+v", v)
 		})
 	}
+}
+
+func TestSecretWriterCreatesOnlyKubeconfigSecretNames(t *testing.T) {
+	labelled := func(name string) string {
+		return strings.Replace(kubeconfigSecret, "name: spoke-1-kubeconfig", "name: "+name, 1)
+	}
+	for _, name := range []string{"spoke-1-kubeconfig", "spoke-1-kubeconfig-2027", "spoke-1-kubeconfig-2027.05"} {
+		t.Run(name, func(t *testing.T) {
+			v := admit(t, createSecret(secretWriter, labelled(name)))
+			assert.DeepEqual(t, v.Denied, []string(nil))
+		})
+	}
+	for _, name := range []string{"sh.helm.release.v1.mural.v9", "sh.helm.release.v1.x-kubeconfig", "edge.eu-kubeconfig", "webhook-tls", "kubeconfig", "-kubeconfig", "spoke-1-kubeconfigx"} {
+		t.Run(name, func(t *testing.T) {
+			v := admit(t, createSecret(secretWriter, labelled(name)))
+			assert.Assert(t, v.deniedBy("spokekit-spoke-secret-writer"), "%+v", v)
+		})
+	}
+}
+
+// Reading every Secret of the namespace is no licence to plant one: the
+// role's holder who may also list them is narrowed all the same.
+func TestSecretWriterWhoMayListSecretsIsNarrowedToo(t *testing.T) {
+	list := rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"secrets"}}
+	v := admit(t, createSecret(secretWriter, `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: sh.helm.release.v1.mural.v9
+  labels: {owner: helm, name: mural, version: "9"}
+type: helm.sh/release.v1
+`, list))
+	assert.Assert(t, v.deniedBy("spokekit-spoke-secret-writer"), "%+v", v)
+}
+
+// An administrator (who may escalate ClusterRoles, and so grant themselves
+// anything) keeps creating any Secret, as helm does.
+func TestSecretWriterPolicyLeavesAdministratorsAlone(t *testing.T) {
+	v := admit(t, createSecret(nil, `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: sh.helm.release.v1.mural.v9
+  labels: {owner: helm, name: mural, version: "9"}
+type: helm.sh/release.v1
+`, admin))
+	assert.DeepEqual(t, v.Denied, []string(nil))
 }
 
 // Who never held the writer's mark is not narrowed by its policy.
