@@ -26,7 +26,7 @@ const (
 )
 
 // secretVerbs are what the commands do to a spoke's kubeconfig Secret once
-// it exists: read it (add, status, rotate-kubeconfig, force-remove) and
+// it exists: read it (add, rotate-kubeconfig, force-remove, health --deep) and
 // update it (add, rotate-kubeconfig).
 var secretVerbs = []string{"get", "update"}
 

@@ -50,11 +50,12 @@ func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			drain taint, and when the stored kubeconfig's credential expires.
 
 			The hub view reads each kind with one paginated list, however many
-			spokes there are. The stored credentials are read from one list of
-			the Secrets of the release namespace when the current user may list
-			them; the shipped roles grant no Secret by kind, so they then show
-			"not readable", which is not a problem. A purged Secret (addon mode,
-			after the agent took over) shows "purged", a hub-as-spoke "none".
+			spokes there are, and no Secret: a stored credential's kind and
+			expiry are what kubectl spoke recorded on the Spoke when it wrote
+			the Secret (a Spoke it wrote none for shows "unknown", which is
+			not a problem; a record that is not well formed is). A purged
+			Secret (addon mode, after the agent took over) shows "purged", a
+			hub-as-spoke "none".
 
 			--deep also reaches each spoke through its stored kubeconfig (read
 			one Secret at a time, with the Role that grants it; loaded as
@@ -153,13 +154,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if o.Deep {
 		in.Credentials, in.Deep = hub.readDeep(ctx, named, o.MaxConcurrent, o.SpokeTimeout, now)
 	} else {
-		var note string
-		if in.Credentials, note, err = hub.readCredentials(ctx, named, now); err != nil {
-			return err
-		}
-		if note != "" {
-			fmt.Fprintf(o.ErrOut, "Note: %s.\n", note)
-		}
+		in.Credentials = recordedCredentials(named, now)
 	}
 	rows := AssessHealth(in, now)
 	rows, selErr := selectHealthRows(rows, o.Names)

@@ -195,23 +195,22 @@ func TestDeepHealth(t *testing.T) {
 	assert.Equal(t, got["kind"], "SpokeHealthList")
 }
 
-// The hub view reads each kind with one list; the Secrets the shipped roles
-// do not let it list show as not readable, which is no problem.
+// The hub view reads each kind with one list, and no Secret: the stored
+// credential's expiry is the one recorded on the Spoke.
 func TestHealthReadsOneListPerKind(t *testing.T) {
 	srv := hubWithOutOfBandCluster(t, true)
 	srv.Respond("GET /apis/coordination.k8s.io/v1/leases", 200, `{"apiVersion":"coordination.k8s.io/v1","kind":"LeaseList","metadata":{},"items":[
 		{"metadata":{"name":"managed-cluster-lease","namespace":"spoke-1"},"spec":{"renewTime":"2026-11-30T11:59:40.000000Z"}}]}`)
 	srv.Respond("GET /apis/addon.open-cluster-management.io/v1alpha1/managedclusteraddons", 200, `{"apiVersion":"addon.open-cluster-management.io/v1alpha1","kind":"ManagedClusterAddOnList","metadata":{},"items":[
 		{"metadata":{"name":"fleetconfig-controller-agent","namespace":"spoke-1"},"status":{"conditions":[{"type":"Available","status":"True","reason":"r","message":"m","lastTransitionTime":"2026-11-30T10:00:02Z"}]}}]}`)
-	srv.Respond("GET /api/v1/namespaces/mural-system/secrets", 403, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`)
 	code, out, errOut := run(srv, "health", "-n", "mural-system", "-o", "wide")
 	assert.Equal(t, code, exitcode.OK, "%s%s", out, errOut)
-	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+not readable\s+Healthy\s+<none>$`, out))
+	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+2127-06-01 \(client certificate\)\s+Healthy\s+<none>$`, out))
 	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+True\s+True\s+-\s+0/0\s+-\s+-\s+none\s+Healthy`, out))
-	assert.Check(t, is.Contains(errOut, "stored credentials not readable: the current user may not list the Secrets of mural-system"))
-	for _, kind := range []string{"GET " + releasePath + "/spokes", "GET " + clustersPath, "GET /apis/coordination.k8s.io/v1/leases?", "GET /apis/addon.open-cluster-management.io/v1alpha1/managedclusteraddons?", "GET /api/v1/namespaces/mural-system/secrets?"} {
+	for _, kind := range []string{"GET " + releasePath + "/spokes", "GET " + clustersPath, "GET /apis/coordination.k8s.io/v1/leases?", "GET /apis/addon.open-cluster-management.io/v1alpha1/managedclusteraddons?"} {
 		assert.Check(t, is.Equal(count(srv, kind), 1), "%s: %v", kind, srv.Requests())
 	}
+	assert.Check(t, is.Equal(count(srv, "GET /api/v1/namespaces/mural-system/secrets"), 0), "no Secret is read: %v", srv.Requests())
 	assert.Check(t, is.Contains(srv.Requests(), "GET /apis/coordination.k8s.io/v1/leases?fieldSelector=metadata.name%3Dmanaged-cluster-lease&limit=500"))
 
 	// With --deep the Secret is read on its own (the spoke's kubeconfig is

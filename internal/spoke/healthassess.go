@@ -276,6 +276,11 @@ func assessCredential(s *fleetconfig.Spoke, sec *corev1.Secret, readErr error, n
 	if err != nil && c.Expires == nil {
 		return CredentialHealth{State: CredentialInvalid, Detail: err.Error()}, kc
 	}
+	return judgeExpiry(c, now), kc
+}
+
+// judgeExpiry is the state of a credential by its expiry.
+func judgeExpiry(c kubeconfig.Credential, now time.Time) CredentialHealth {
 	h := CredentialHealth{State: CredentialValid, Kind: c.Kind}
 	if c.Expires != nil {
 		h.Expires = &metav1.Time{Time: *c.Expires}
@@ -286,5 +291,30 @@ func assessCredential(s *fleetconfig.Spoke, sec *corev1.Secret, readErr error, n
 			h.State = CredentialExpiring
 		}
 	}
-	return h, kc
+	return h
+}
+
+// recordedCredential judges a Spoke's stored credential from what kubectl
+// spoke recorded when it wrote the Secret (pure): the Secret, which holds a
+// credential as strong as the spoke's admin, is not read. A record that is
+// not well formed is refused (a problem); one that names another Secret
+// than the Spoke does, or none, tells nothing.
+func recordedCredential(s *fleetconfig.Spoke, now time.Time) CredentialHealth {
+	ref := s.Spec.Kubeconfig.SecretReference
+	if ref == nil {
+		return CredentialHealth{State: CredentialNone, Detail: "in-cluster credentials"}
+	}
+	if m := missingSecret(s); m.Purged {
+		return CredentialHealth{State: CredentialPurged, Detail: "the agent on the spoke manages it; cleanupConfig.purgeKubeconfigSecret had the stored kubeconfig deleted"}
+	}
+	rec, err := readRecord(s)
+	switch {
+	case err != nil:
+		return CredentialHealth{State: CredentialRefused, Detail: err.Error()}
+	case rec.Secret == "" || rec.Credential.Kind == "":
+		return CredentialHealth{State: CredentialUnknown, Detail: fmt.Sprintf("not recorded: kubectl spoke recorded no credential for secret %s on the Spoke; run kubectl spoke add %s --spoke-kubeconfig FILE again to record it, or read the Secret with health --deep", ref.Name, s.Name)}
+	case rec.Secret != ref.Name:
+		return CredentialHealth{State: CredentialUnknown, Detail: fmt.Sprintf("not recorded: the Spoke names secret %s, and kubectl spoke recorded writing %s", ref.Name, rec.Secret)}
+	}
+	return judgeExpiry(rec.Credential, now)
 }

@@ -3,12 +3,9 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -65,57 +62,12 @@ func (h *HubClient) readAddOns(ctx context.Context) ([]addOnState, error) {
 	return out, nil
 }
 
-// readCredentials judges the stored kubeconfig of every spoke with one
-// paginated LIST of the Secrets of each namespace that holds spokes, page
-// by page (no Secret is kept). The shipped roles grant no Secret by kind:
-// then those credentials are not readable, and note says how to see them.
-func (h *HubClient) readCredentials(ctx context.Context, spokes []fleetconfig.Spoke, now time.Time) (creds map[string]CredentialHealth, note string, err error) {
-	creds = map[string]CredentialHealth{}
-	byNamespace := map[string][]*fleetconfig.Spoke{}
-	bySecret := map[string][]*fleetconfig.Spoke{}
-	var namespaces []string
+// recordedCredentials judges the stored credential of every spoke from its
+// record (see recordedCredential), reading no Secret.
+func recordedCredentials(spokes []fleetconfig.Spoke, now time.Time) map[string]CredentialHealth {
+	out := make(map[string]CredentialHealth, len(spokes))
 	for i := range spokes {
-		s := &spokes[i]
-		ref := s.Spec.Kubeconfig.SecretReference
-		if ref == nil {
-			creds[healthKey(s.Namespace, s.Name)], _ = assessCredential(s, nil, nil, now)
-			continue
-		}
-		if len(byNamespace[s.Namespace]) == 0 {
-			namespaces = append(namespaces, s.Namespace)
-		}
-		byNamespace[s.Namespace] = append(byNamespace[s.Namespace], s)
-		bySecret[healthKey(s.Namespace, ref.Name)] = append(bySecret[healthKey(s.Namespace, ref.Name)], s)
+		out[healthKey(spokes[i].Namespace, spokes[i].Name)] = recordedCredential(&spokes[i], now)
 	}
-	var forbidden []string
-	for _, ns := range namespaces {
-		secrets := h.Kube.CoreV1().Secrets(ns)
-		err := cli.EachInChunks(cli.HideBodies(ctx), func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return secrets.List(ctx, opts)
-		},
-			h.ChunkSize, metav1.ListOptions{}, func(sec *corev1.Secret) error {
-				for _, s := range bySecret[healthKey(ns, sec.Name)] {
-					creds[healthKey(s.Namespace, s.Name)], _ = assessCredential(s, sec, nil, now)
-				}
-				return nil
-			})
-		var readErr error
-		switch {
-		case apierrors.IsForbidden(err):
-			forbidden, readErr = append(forbidden, ns), err
-		case err != nil:
-			return nil, "", fmt.Errorf("listing the Secrets of namespace %s: %w", ns, err)
-		}
-		// A Secret the list did not hold does not exist (or was not listed).
-		for _, s := range byNamespace[ns] {
-			if _, done := creds[healthKey(s.Namespace, s.Name)]; !done {
-				creds[healthKey(s.Namespace, s.Name)], _ = assessCredential(s, nil, readErr, now)
-			}
-		}
-	}
-	if len(forbidden) > 0 {
-		note = fmt.Sprintf("stored credentials not readable: the current user may not list the Secrets of %s (no shipped role lists Secrets); --deep reads each spoke's Secret through the Role that grants that one alone (see kubectl-spoke's rbac.yaml)",
-			strings.Join(forbidden, ", "))
-	}
-	return creds, note, nil
+	return out
 }

@@ -21,8 +21,17 @@ type listedMeta struct {
 }
 
 type listedSpoke struct {
-	Metadata listedMeta `json:"metadata"`
-	Spec     struct {
+	Metadata struct {
+		listedMeta
+		// Only the record's annotations (health's credential column).
+		Annotations struct {
+			Secret     *string `json:"spoke.spokekit.io/kubeconfig-secret"`
+			Credential *string `json:"spoke.spokekit.io/credential-kind"`
+			Expires    *string `json:"spoke.spokekit.io/credential-expires"`
+			ClusterUID *string `json:"spoke.spokekit.io/kube-system-uid"`
+		} `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
 		HubRef        fleetconfig.HubRef        `json:"hubRef"`
 		Kubeconfig    fleetconfig.Kubeconfig    `json:"kubeconfig"`
 		CleanupConfig fleetconfig.CleanupConfig `json:"cleanupConfig"`
@@ -64,6 +73,15 @@ func (h *HubClient) listedSpokes(ctx context.Context, ns, selector string) ([]fl
 	out := make([]fleetconfig.Spoke, len(l))
 	for i, s := range l {
 		out[i].ObjectMeta = metav1.ObjectMeta{Name: s.Metadata.Name, Namespace: s.Metadata.Namespace, CreationTimestamp: s.Metadata.CreationTimestamp}
+		a := s.Metadata.Annotations
+		for key, v := range map[string]*string{RecordSecretAnnotation: a.Secret, RecordCredentialAnnotation: a.Credential, RecordExpiresAnnotation: a.Expires, RecordClusterUIDAnnotation: a.ClusterUID} {
+			if v != nil {
+				if out[i].Annotations == nil {
+					out[i].Annotations = map[string]string{}
+				}
+				out[i].Annotations[key] = *v
+			}
+		}
 		out[i].Spec.HubRef, out[i].Spec.Kubeconfig, out[i].Spec.CleanupConfig = s.Spec.HubRef, s.Spec.Kubeconfig, s.Spec.CleanupConfig
 		out[i].Status.Phase, out[i].Status.Conditions = s.Status.Phase, s.Status.Conditions
 	}

@@ -106,7 +106,8 @@ func hubWithOutOfBandCluster(t *testing.T, hub bool) *clitest.APIServer {
 	}
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/hubs", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[`+hubs+`]}`)
 	srv.Respond("GET "+releasePath+"/hubs", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[`+hubs+`]}`)
-	spoke1 := `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","creationTimestamp":"2026-11-30T10:00:00Z"},
+	spoke1 := `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","creationTimestamp":"2026-11-30T10:00:00Z",
+		"annotations":{"spoke.spokekit.io/kubeconfig-secret":"spoke-1-kubeconfig","spoke.spokekit.io/credential-kind":"client certificate","spoke.spokekit.io/credential-expires":"2127-06-01T00:00:00Z"}},
 		"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}},"status":{"phase":"Running"}}`
 	srv.Respond("GET "+releasePath+"/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[`+spoke1+`]}`)
 	srv.Respond("GET "+spokesPath, 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[`+spoke1+`]}`)

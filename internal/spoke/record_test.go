@@ -133,3 +133,31 @@ func TestRecordPatch(t *testing.T) {
 	_, err = applyPatch(t, again, recordPatch(&read, rec))
 	assert.Check(t, err != nil, "a Spoke made again under the name is not patched")
 }
+
+// status says which credential the hub stores and when it expires from the
+// record, without reading the Secret: a user allowed to see status need not
+// be allowed the spoke's admin credential. A malformed record is refused.
+func TestStatusReadsNoSecret(t *testing.T) {
+	for name, tc := range map[string]struct {
+		annotations string
+		code        int
+		want        string
+	}{
+		"recorded":     {`{"spoke.spokekit.io/kubeconfig-secret":"spoke-1-kubeconfig","spoke.spokekit.io/credential-kind":"token","spoke.spokekit.io/credential-expires":"never"}`, exitcode.OK, "token, expires never (as recorded when kubectl spoke wrote the secret; the Secret is not read)"},
+		"not recorded": {`{}`, exitcode.OK, "not recorded: kubectl spoke recorded no credential for secret spoke-1-kubeconfig on the Spoke; run kubectl spoke add spoke-1 --spoke-kubeconfig FILE again"},
+		"another one":  {`{"spoke.spokekit.io/kubeconfig-secret":"spoke-1-kubeconfig-old","spoke.spokekit.io/credential-kind":"token"}`, exitcode.OK, "the Spoke names secret spoke-1-kubeconfig, and kubectl spoke recorded writing spoke-1-kubeconfig-old"},
+		"malformed":    {`{"spoke.spokekit.io/kubeconfig-secret":"spoke-1-kubeconfig","spoke.spokekit.io/credential-kind":"token","spoke.spokekit.io/credential-expires":"soon"}`, exitcode.Refused, "annotation spoke.spokekit.io/credential-expires is neither an RFC 3339 time nor never"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := hubWithOutOfBandCluster(t, true)
+			srv.Respond("GET "+releasePath+"/spokes/spoke-1", 200, recordedSpokeJSON("spoke-1", "spoke-1-kubeconfig", tc.annotations))
+			srv.Respond("GET "+clustersPath+"/spoke-1", 200, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","metadata":{"name":"spoke-1"},"spec":{}}`)
+			srv.Respond(spoke1Works, 200, `{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)
+			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 403, forbiddenStatus)
+			code, out, errOut := run(srv, "status", "spoke-1", "-n", "mural-system")
+			assert.Check(t, is.Equal(code, tc.code), "%s%s", out, errOut)
+			assert.Check(t, is.Contains(out, tc.want))
+			assert.Check(t, is.Equal(count(srv, "GET /api/v1/namespaces/mural-system/secrets"), 0), "no Secret is read: %v", srv.Requests())
+		})
+	}
+}

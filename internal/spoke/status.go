@@ -2,13 +2,11 @@ package spoke
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -17,7 +15,6 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
-	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // SpokeStatus is what status prints about one spoke, or about a
@@ -99,8 +96,11 @@ type CredentialReport struct {
 	Expires string `json:"expires,omitempty"`
 	// Purged: the secret is gone because the agent manages the spoke and
 	// cleanupConfig.purgeKubeconfigSecret had it deleted (a normal state).
-	Purged  bool   `json:"purged,omitempty"`
-	Problem string `json:"problem,omitempty"`
+	Purged bool `json:"purged,omitempty"`
+	// Recorded: Kind and Expires are what kubectl spoke recorded on the
+	// Spoke when it wrote the Secret (the Secret is not read).
+	Recorded bool   `json:"recorded,omitempty"`
+	Problem  string `json:"problem,omitempty"`
 }
 
 // BlockingWorks names the ManifestWorks that keep a spoke from being
@@ -226,6 +226,8 @@ func (r SpokeStatus) Table() cli.Table {
 			add("credential", "purged: the agent on the spoke manages it, and cleanupConfig.purgeKubeconfigSecret had the stored kubeconfig deleted (nothing to rotate)")
 		} else if c.Problem != "" {
 			add("credential", c.Problem)
+		} else if c.Recorded {
+			add("credential", c.Kind+", expires "+c.Expires+" (as recorded when kubectl spoke wrote the secret; the Secret is not read)")
 		} else {
 			add("credential", c.Kind+", expires "+c.Expires)
 		}
@@ -259,7 +261,9 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			Explain where a spoke stands: the Spoke's phase and each condition in
 			words, whether its ManagedCluster joined and is available and with
 			which taints, the ManifestWorks that would block its removal, whether
-			Helm or a Compute Pool owns it, and when the stored credential expires.
+			Helm or a Compute Pool owns it, and when the stored credential expires
+			(as kubectl spoke recorded it on the Spoke when it wrote the Secret:
+			status reads no Secret).
 
 			For a cluster joined out of band (a ManagedCluster that no Spoke of
 			the namespace has) it reports that, the ManagedCluster's state, its
@@ -316,7 +320,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cred, refused := hub.credential(ctx, s)
+	cred, refused := credential(s, time.Now())
 	blockers, err := hub.removalBlockers(ctx, s, works)
 	r := BuildStatus(s, mc, works, blockers, cred)
 	if err != nil {
@@ -347,31 +351,30 @@ func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *HubClient) erro
 	return o.Output.Print(o.Out, r, r.Table)
 }
 
-// credential reads the stored kubeconfig and describes its credential. A
-// kubeconfig the loader refuses is also returned as the error, so status
-// reports it and exits 3.
-func (h *HubClient) credential(ctx context.Context, s *fleetconfig.Spoke) (*CredentialReport, error) {
+// credential describes the stored credential from the record on the Spoke
+// (see recordedCredential): status reads no Secret. A record that is not
+// well formed is also returned as the error, so status reports it and
+// exits 3.
+func credential(s *fleetconfig.Spoke, now time.Time) (*CredentialReport, error) {
 	if s.Spec.Kubeconfig.SecretReference == nil {
 		return nil, nil
 	}
-	kc, _, err := h.StoredKubeconfig(ctx, s)
-	if errors.Is(err, errNoSecret) {
-		return missingSecret(s), nil
+	if m := missingSecret(s); m.Purged {
+		return m, nil
 	}
-	if apierrors.IsForbidden(err) {
-		return &CredentialReport{Problem: "not read: the current user may not read its secret"}, err
+	c := recordedCredential(s, now)
+	switch c.State {
+	case CredentialRefused:
+		_, err := readRecord(s)
+		return &CredentialReport{Problem: c.Detail}, err
+	case CredentialUnknown:
+		return &CredentialReport{Problem: c.Detail}, nil
 	}
-	if exitcode.IsRefused(err) {
-		return &CredentialReport{Problem: "not read: the kubeconfig may not run programs or read local files"}, err
+	r := &CredentialReport{Kind: c.Kind, Expires: "never", Recorded: true}
+	if c.Expires != nil {
+		r.Expires = c.Expires.UTC().Format(time.RFC3339)
 	}
-	if err != nil {
-		return &CredentialReport{Problem: err.Error()}, nil
-	}
-	c, err := kc.Credential(time.Now(), 0)
-	if err != nil {
-		return &CredentialReport{Problem: err.Error()}, nil
-	}
-	return &CredentialReport{Kind: c.Kind, Expires: c.ExpiryString()}, nil
+	return r, nil
 }
 
 // missingSecret describes a Spoke whose kubeconfig secret does not exist:
