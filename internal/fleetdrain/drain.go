@@ -40,6 +40,9 @@ type NodeDrainer struct {
 	// Eviction is the policy API version for evictions; empty means delete.
 	Eviction schema.GroupVersion
 	Progress *DrainProgress
+	// Rules decide, as Cluster API does, the drain of the nodes that belong
+	// to a Machine, by node name (ReadNodeRules).
+	Rules map[string]NodeRules
 }
 
 // ErrBudgetBlocked is the cause of a drain stopped by a budget that allowed
@@ -73,6 +76,9 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	sort.Slice(found.Evict, func(i, j int) bool {
 		return namespacedName(found.Evict[i].Namespace, found.Evict[i].Name) < namespacedName(found.Evict[j].Namespace, found.Evict[j].Name)
 	})
+	if rules, ok := d.Rules[node.Name]; ok {
+		return ApplyDrainRules(found, rules)
+	}
 	return found, nil
 }
 
@@ -103,24 +109,39 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for i := range found.Evict {
-		pod := &found.Evict[i]
-		wg.Go(func() {
-			err := d.evict(ctx, node.Name, pod)
-			if err == nil {
-				err = watch.waitGone(ctx, pod)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			evicted++
-			d.Progress.evicted(node.Name)
-		})
+	// A batch (Cluster API's drain order) starts once the pods of the ones
+	// before are gone.
+	for _, batch := range drainBatches(found) {
+		for _, pod := range batch.Evict {
+			wg.Go(func() {
+				err := d.evict(ctx, node.Name, pod)
+				if err == nil {
+					err = watch.waitGone(ctx, pod)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				evicted++
+				d.Progress.evicted(node.Name)
+			})
+		}
+		for _, pod := range batch.Wait {
+			wg.Go(func() {
+				if err := watch.waitCompleted(ctx, pod); err != nil {
+					mu.Lock()
+					defer mu.Unlock()
+					errs = append(errs, err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			break
+		}
 	}
-	wg.Wait()
 	if len(errs) > 0 {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 		return evicted, errors.Join(errs...)
@@ -256,6 +277,26 @@ func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 		case <-skipCheck:
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for pod %s to terminate: %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
+		}
+	}
+}
+
+// waitCompleted waits until pod (this UID) has completed (Succeeded or
+// Failed) or is gone: Cluster API's WaitCompleted, never evicted.
+func (w *nodePodWatch) waitCompleted(ctx context.Context, pod *corev1.Pod) error {
+	for {
+		changed := w.signal.wait()
+		obj, exists, _ := w.store.GetByKey(namespacedName(pod.Namespace, pod.Name))
+		if !exists || obj.(*corev1.Pod).UID != pod.UID {
+			return nil
+		}
+		if phase := obj.(*corev1.Pod).Status.Phase; phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for pod %s to complete (Cluster API's WaitCompleted: it is never evicted): %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
 		}
 	}
 }

@@ -45,6 +45,9 @@ type NodeOptions struct {
 	UncordonOnFailure        bool
 	ChunkSize                int64
 	DryRun                   cli.DryRun
+	// PlatformKubeconfig is the management cluster's kubeconfig file: the
+	// Machines of the nodes and their MachineDrainRules.
+	PlatformKubeconfig string
 
 	f       *cli.Factory
 	client  kubernetes.Interface
@@ -125,6 +128,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
 	flags.DurationVar(&o.PDBTimeout, "pdb-timeout", o.PDBTimeout, "How long an eviction waits for a PodDisruptionBudget that allows no disruption before the node fails")
 	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed or was interrupted (never one someone else cordoned)")
+	flags.StringVar(&o.PlatformKubeconfig, platformKubeconfigFlag, o.PlatformKubeconfig, "Kubeconfig of the management cluster: on a Cluster API Machine's node, drain as its Machine controller does (MachineDrainRules)")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
@@ -197,6 +201,9 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		return err
 	}
 	if err := o.newDrainer(ctx, len(nodes)); err != nil {
+		return err
+	}
+	if o.drainer.Rules, err = o.readRules(ctx, nodes); err != nil {
 		return err
 	}
 	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}

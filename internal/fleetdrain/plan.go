@@ -23,6 +23,13 @@ type NodePods struct {
 	Evict    []corev1.Pod
 	Refusals []error
 	Warnings string
+	// Drains and Wait are set on a Machine's node (ApplyDrainRules): how
+	// Cluster API drains each pod, by namespace/name, and the pods waited
+	// for until they complete.
+	Drains map[string]PodDrain
+	Wait   []corev1.Pod
+	// Rules says where the node's MachineDrainRules came from, or why not.
+	Rules string
 }
 
 // PlanNode turns what is on a node and the cluster's disruption budgets into
@@ -33,6 +40,7 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 		Machine:          found.Node.Annotations[capi.MachineAnnotation],
 		Result:           NodePlanned,
 		WasUnschedulable: found.Node.Spec.Unschedulable && !CordonedByUs(found.Node),
+		DrainRules:       found.Rules,
 		Evict:            []PlannedPod{},
 	}
 	evicted := map[string]bool{}
@@ -41,7 +49,7 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 	for i := range found.Evict {
 		p := &found.Evict[i]
 		evicted[namespacedName(p.Namespace, p.Name)] = true
-		planned := PlannedPod{Namespace: p.Namespace, Name: p.Name, Owner: owner(p)}
+		planned := found.planned(p)
 		for _, b := range Covering(budgets, p) {
 			key := namespacedName(b.Namespace, b.Name)
 			planned.Budgets = append(planned.Budgets, key)
@@ -71,13 +79,22 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 			key, strings.Join(b.Pods, ", "))
 		r.Blockers = append(r.Blockers, *b)
 	}
+	for i := range found.Wait {
+		r.WaitCompleted = append(r.WaitCompleted, found.planned(&found.Wait[i]))
+	}
 	for i := range found.All {
 		p := &found.All[i]
 		key := namespacedName(p.Namespace, p.Name)
-		if evicted[key] || refused[key] {
+		d, ruled := found.Drains[key]
+		if evicted[key] || refused[key] || ruled && d.Behavior == capi.DrainBehaviorWaitCompleted {
 			continue
 		}
-		r.Skip = append(r.Skip, PlannedPod{Namespace: p.Namespace, Name: p.Name, Owner: owner(p), Reason: skipReason(p)})
+		skipped := found.planned(p)
+		skipped.Reason = skipReason(p)
+		if ruled && d.Behavior == capi.DrainBehaviorSkip {
+			skipped.Reason = "Cluster API skips it: " + d.decidedBy()
+		}
+		r.Skip = append(r.Skip, skipped)
 	}
 	for _, w := range strings.Split(found.Warnings, "; ") {
 		if w != "" {
@@ -86,6 +103,17 @@ func PlanNode(found NodePods, budgets []*policyv1.PodDisruptionBudget) NodeRepor
 	}
 	slices.Sort(r.Warnings)
 	return r
+}
+
+// planned is a pod of the node as the plan names it: with its Cluster API
+// drain order and what decided it, on a Machine's node.
+func (found NodePods) planned(p *corev1.Pod) PlannedPod {
+	planned := PlannedPod{Namespace: p.Namespace, Name: p.Name, Owner: owner(p)}
+	if d, ok := found.Drains[namespacedName(p.Namespace, p.Name)]; ok {
+		order := d.Order
+		planned.Order, planned.DecidedBy = &order, d.decidedBy()
+	}
+	return planned
 }
 
 // Covering returns the budgets that protect pod: same namespace, and a

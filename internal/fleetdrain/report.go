@@ -43,8 +43,11 @@ type DrainReport struct {
 type NodeReport struct {
 	api.ReportMeta `json:",inline"`
 	// Machine is the Cluster API Machine behind the node, for the platform team.
-	Machine string     `json:"machine,omitempty"`
-	Result  NodeResult `json:"result"`
+	Machine string `json:"machine,omitempty"`
+	// DrainRules says, on a Machine's node, which MachineDrainRules decide
+	// its drain as Cluster API's would, or why none were read.
+	DrainRules string     `json:"drainRules,omitempty"`
+	Result     NodeResult `json:"result"`
 	// WasUnschedulable: the node was cordoned before this run by someone
 	// else, so a failed drain leaves it cordoned. A cordon left by an
 	// interrupted fleetdrain run is fleetdrain's own and does not count.
@@ -53,9 +56,12 @@ type NodeReport struct {
 	// --uncordon-on-failure gave the node back.
 	Uncordoned bool         `json:"uncordoned,omitempty"`
 	Evict      []PlannedPod `json:"evict"`
-	Skip       []PlannedPod `json:"skip,omitempty"`
-	Blockers   []Blocker    `json:"blockers,omitempty"`
-	Warnings   []string     `json:"warnings,omitempty"`
+	// WaitCompleted are pods Cluster API never evicts and waits for until
+	// they complete (a Machine's node only).
+	WaitCompleted []PlannedPod `json:"waitCompleted,omitempty"`
+	Skip          []PlannedPod `json:"skip,omitempty"`
+	Blockers      []Blocker    `json:"blockers,omitempty"`
+	Warnings      []string     `json:"warnings,omitempty"`
 	// Evicted counts the pods that were evicted (or deleted) and are gone.
 	Evicted  int    `json:"evicted"`
 	Error    string `json:"error,omitempty"`
@@ -72,6 +78,11 @@ type PlannedPod struct {
 	Budgets []string `json:"budgets,omitempty"`
 	// Reason says why a pod is skipped.
 	Reason string `json:"reason,omitempty"`
+	// Order and DecidedBy, on a Machine's node: the pod's batch in Cluster
+	// API's drain (lower first) and what decided how it is drained (its
+	// cluster.x-k8s.io/drain label or a MachineDrainRule).
+	Order     *int32 `json:"order,omitempty"`
+	DecidedBy string `json:"decidedBy,omitempty"`
 }
 
 // Blocker kinds.
@@ -118,12 +129,18 @@ func (r DrainReport) planTable() cli.Table {
 		add := func(action, pod, detail string) {
 			t.Rows = append(t.Rows, []string{n.Metadata.Name, action, pod, detail, n.Machine})
 		}
+		if n.DrainRules != "" {
+			add("rules", "", n.DrainRules)
+		}
 		for _, p := range n.Evict {
 			detail := p.Owner
 			if len(p.Budgets) > 0 {
 				detail += " (budget " + strings.Join(p.Budgets, ", ") + ")"
 			}
-			add("evict", namespacedName(p.Namespace, p.Name), detail)
+			add("evict", namespacedName(p.Namespace, p.Name), detail+p.ruleDetail())
+		}
+		for _, p := range n.WaitCompleted {
+			add("wait", namespacedName(p.Namespace, p.Name), "never evicted: waited for until it completes, within --timeout"+p.ruleDetail())
 		}
 		for _, p := range n.Skip {
 			add("skip", namespacedName(p.Namespace, p.Name), p.Reason)
@@ -134,11 +151,19 @@ func (r DrainReport) planTable() cli.Table {
 		for _, w := range n.Warnings {
 			add("warning", "", w)
 		}
-		if len(n.Evict)+len(n.Skip)+len(n.Blockers)+len(n.Warnings) == 0 {
+		if len(n.Evict)+len(n.WaitCompleted)+len(n.Skip)+len(n.Blockers)+len(n.Warnings) == 0 {
 			add("none", "", "no pods to evict")
 		}
 	}
 	return t
+}
+
+// ruleDetail is a pod's Cluster API drain order and what decided it.
+func (p PlannedPod) ruleDetail() string {
+	if p.Order == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [order %d: %s]", *p.Order, p.DecidedBy)
 }
 
 // resultTable is the summary after a run: one row per node.
