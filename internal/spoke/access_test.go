@@ -47,7 +47,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		hub.spokeAccess("patch"),
 		(&JoinCommandOptions{Name: "s1", Wait: true, Accept: true}).access(),
 		// What the commands read without asking first (hub.go, listed.go,
-		// outofband.go, wait.go), and the mark the admission policy reads.
+		// outofband.go, wait.go), and the marks the admission policies read.
 		[]authz.Permission{
 			access("get", fleetconfig.SpokeResource, hub.Namespace),
 			access("list", fleetconfig.SpokeResource, ""),
@@ -60,6 +60,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			access("list", ocm.ManagedClusterAddOnResource, ""),
 			hub.secretAccess("get", secret),
 			{Verb: "create", Group: "spokekit.io", Resource: "kubeconfigsecrets", Namespace: hub.Namespace},
+			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitedspokes", Namespace: hub.Namespace},
+			{Verb: "accept", Group: "spokekit.io", Resource: "clusterjoins"},
 		},
 	)
 	for _, a := range needs {
