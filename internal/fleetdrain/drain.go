@@ -43,6 +43,12 @@ type NodeDrainer struct {
 	// Rules decide, as Cluster API does, the drain of the nodes that belong
 	// to a Machine, by node name (ReadNodeRules).
 	Rules map[string]NodeRules
+	// Health is what the run does on nodes that are not Ready.
+	Health NodeHealth
+
+	unhealthyMu sync.Mutex
+	// unhealthy are the pods deleted past their budgets, by node.
+	unhealthy map[string][]string
 }
 
 // ErrBudgetBlocked is the cause of a drain stopped by a budget that allowed
@@ -65,7 +71,7 @@ func (d *NodeDrainer) Find(ctx context.Context, node *corev1.Node) (NodePods, er
 	if err != nil {
 		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
-	deletion, errs := d.Helper.GetPodsForDeletion(node.Name)
+	deletion, errs := d.helperFor(node).GetPodsForDeletion(node.Name)
 	if deletion == nil {
 		return found, fmt.Errorf("listing the pods of node %s: %w", node.Name, errors.Join(errs...))
 	}
@@ -100,7 +106,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 	if len(found.Refusals) > 0 {
 		return 0, fmt.Errorf("pods the flags do not allow to remove appeared on node %s: %w", node.Name, errors.Join(found.Refusals...))
 	}
-	watch, stop, err := watchNodePods(ctx, d.Helper, node.Name)
+	watch, stop, err := watchNodePods(ctx, d.helperFor(node), node.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -179,6 +185,9 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 				release()
 				return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
 			}
+		}
+		if deleted, err := d.deleteUnhealthy(ctx, node, pod); err != nil || deleted {
+			return err
 		}
 		if blockedSince.IsZero() {
 			blockedSince = time.Now()

@@ -48,6 +48,11 @@ type NodeOptions struct {
 	// PlatformKubeconfig is the management cluster's kubeconfig file: the
 	// Machines of the nodes and their MachineDrainRules.
 	PlatformKubeconfig string
+	// UnhealthyPods is --unhealthy-pods; skipWaitSet tells whether
+	// --skip-wait-for-delete-timeout was given (else an unreachable node
+	// gets Cluster API's default).
+	UnhealthyPods string
+	skipWaitSet   bool
 
 	f       *cli.Factory
 	client  kubernetes.Interface
@@ -56,7 +61,7 @@ type NodeOptions struct {
 
 // NewNodeOptions returns the defaults: as safe as kubectl drain.
 func NewNodeOptions(streams genericiooptions.IOStreams) *NodeOptions {
-	return &NodeOptions{IOStreams: streams, Output: cli.NewOutput(), GracePeriod: -1, MaxConcurrent: 1, PDBTimeout: 5 * time.Minute, ChunkSize: cli.DefaultChunkSize}
+	return &NodeOptions{IOStreams: streams, Output: cli.NewOutput(), GracePeriod: -1, UnhealthyPods: UnhealthyPodsNever, MaxConcurrent: 1, PDBTimeout: 5 * time.Minute, ChunkSize: cli.DefaultChunkSize}
 }
 
 // NewCmdNode builds `kubectl fleetdrain node`.
@@ -128,6 +133,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.IntVar(&o.MaxConcurrent, "max-concurrent", o.MaxConcurrent, "How many nodes to drain at the same time")
 	flags.DurationVar(&o.PDBTimeout, "pdb-timeout", o.PDBTimeout, "How long an eviction waits for a PodDisruptionBudget that allows no disruption before the node fails")
 	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed or was interrupted (never one someone else cordoned)")
+	flags.StringVar(&o.UnhealthyPods, unhealthyPodsFlag, o.UnhealthyPods, "never, or evict-if-budget-empty: delete a pod that is not Ready when its eviction is refused and its budgets have no healthy pod to lose (as unhealthyPodEvictionPolicy AlwaysAllow would evict it); never a Ready pod")
 	flags.StringVar(&o.PlatformKubeconfig, platformKubeconfigFlag, o.PlatformKubeconfig, "Kubeconfig of the management cluster: on a Cluster API Machine's node, drain as its Machine controller does (MachineDrainRules)")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	cli.AddDryRunFlag(cmd)
@@ -140,6 +146,7 @@ func (o *NodeOptions) Complete(cmd *cobra.Command, args []string) error {
 	var err error
 	o.DryRun, err = cli.GetDryRun(cmd)
 	o.Nodes = args
+	o.skipWaitSet = cmd.Flags().Changed(skipWaitForDeleteTimeoutFlagName)
 	return err
 }
 
@@ -161,6 +168,9 @@ func (o *NodeOptions) Validate() error {
 		return err
 	}
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
+		return err
+	}
+	if err := validateUnhealthyPods(o.UnhealthyPods); err != nil {
 		return err
 	}
 	for _, s := range []struct{ flag, value string }{{"--selector", o.Selector}, {"--pod-selector", o.PodSelector}} {
@@ -214,7 +224,9 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 			return fmt.Errorf("%w; nothing was changed", err)
 		}
 		founds = append(founds, found)
-		report.Items = append(report.Items, PlanNode(found, o.drainer.Budgets.List()))
+		item := PlanNode(found, o.drainer.Budgets.List())
+		planHealth(&item, found, o.drainer.Budgets.List(), o.drainer.Health, o.SkipWaitForDeleteTimeout)
+		report.Items = append(report.Items, item)
 	}
 	if refused := refusedNodes(report); len(refused) > 0 {
 		for i := range report.Items {
@@ -346,6 +358,7 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 	start := time.Now()
 	evicted, err := o.drainer.Drain(ctx, node)
 	r.Evicted = evicted
+	r.UnhealthyDeleted = o.drainer.unhealthyDeleted(node.Name)
 	r.Duration = time.Since(start).Round(time.Second / 10).String()
 	o.drainer.Progress.Finished(node.Name, err == nil)
 	if err == nil {
@@ -462,7 +475,11 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 	if err != nil {
 		return err
 	}
-	d := &NodeDrainer{Helper: h, Budgets: budgets, PDBTimeout: o.PDBTimeout, Progress: NewDrainProgress(cli.NewProgress(o.ErrOut), nodes)}
+	d := &NodeDrainer{Helper: h, Budgets: budgets, PDBTimeout: o.PDBTimeout, Progress: NewDrainProgress(cli.NewProgress(o.ErrOut), nodes),
+		Health: NodeHealth{SkipWaitSet: o.skipWaitSet, UnhealthyPods: o.UnhealthyPods}}
+	if o.Timeout > 0 {
+		d.Health.Timeout = o.Timeout.String()
+	}
 	if !o.DisableEviction {
 		if d.Eviction, err = drain.CheckEvictionSupport(o.client); err != nil {
 			return fmt.Errorf("checking eviction support: %w", err)

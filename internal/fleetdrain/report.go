@@ -46,8 +46,15 @@ type NodeReport struct {
 	Machine string `json:"machine,omitempty"`
 	// DrainRules says, on a Machine's node, which MachineDrainRules decide
 	// its drain as Cluster API's would, or why none were read.
-	DrainRules string     `json:"drainRules,omitempty"`
-	Result     NodeResult `json:"result"`
+	DrainRules string `json:"drainRules,omitempty"`
+	// NodeState is Unreachable or NotReady for a node that is not Ready.
+	NodeState string `json:"nodeState,omitempty"`
+	// UnhealthyDeletes (plan) and UnhealthyDeleted (run): pods not Ready
+	// whose budgets have no healthy pod to lose, deleted past them with
+	// --unhealthy-pods=evict-if-budget-empty.
+	UnhealthyDeletes []PlannedPod `json:"unhealthyDeletes,omitempty"`
+	UnhealthyDeleted []string     `json:"unhealthyDeleted,omitempty"`
+	Result           NodeResult   `json:"result"`
 	// WasUnschedulable: the node was cordoned before this run by someone
 	// else, so a failed drain leaves it cordoned. A cordon left by an
 	// interrupted fleetdrain run is fleetdrain's own and does not count.
@@ -147,6 +154,9 @@ func (r DrainReport) planTable() cli.Table {
 		}
 		for _, b := range n.Blockers {
 			add("blocked", strings.Join(b.Pods, ","), b.Message)
+		}
+		for _, p := range n.UnhealthyDeletes {
+			add("delete", namespacedName(p.Namespace, p.Name), p.Reason)
 		}
 		for _, w := range n.Warnings {
 			add("warning", "", w)
