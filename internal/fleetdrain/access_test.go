@@ -45,6 +45,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
 			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"}, {Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
+			// The mark admission-policy.yaml reads.
+			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitednodes"},
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []authz.Permission{
 			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
@@ -54,6 +56,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			{Verb: "list", Group: ocm.ManagedClusterSetBindingResource.Group, Resource: ocm.ManagedClusterSetBindingResource.Resource},
 			// The Spoke of each cluster's name, for its Compute Pool marks (cluster.go).
 			{Verb: "list", Group: "fleetconfig.open-cluster-management.io", Resource: "spokes"},
+			// The mark admission-policy.yaml reads.
+			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitedmanagedclusters"},
 		}),
 		// What check reads (check.go): it never writes.
 		"spokekit-fleetdrain-check": {
