@@ -37,7 +37,8 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			ManagedCluster, namespace) without waiting for the cluster to unjoin.
 			The command waits until that is done (at most --timeout). Whatever
 			was on the cluster stays there; the command prints what that may be
-			and how to remove it.
+			and the commands that remove it there, under --dry-run and when the
+			wait runs out too.
 
 			It goes ahead only when the hub cannot reach the spoke: the hub
 			reports its ManagedCluster's Available condition False or Unknown.

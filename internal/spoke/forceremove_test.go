@@ -181,3 +181,28 @@ func TestForceRemoveOfAGoneSpokeStillEditsTheFile(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, !strings.Contains(string(data), "name: spoke-1"))
 }
+
+// What a force-removed spoke may leave on its cluster, with the commands to
+// run there, is said by a dry run, and by a run whose wait ran out, not only
+// after a wait that saw the cleanup through.
+func TestForceRemoveListsTheLeftoversInADryRunAndOnATimeout(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, forceRemoveSpoke)
+	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("False"))
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	leftover := "kubectl --kubeconfig SPOKE.kubeconfig delete klusterlet klusterlet"
+
+	code, out, errOut := runSpoke(srv, "force-remove", "spoke-1", "--dry-run=client")
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
+	assert.Check(t, is.Len(writes(srv), 0))
+	assert.Check(t, is.Contains(out, leftover))
+
+	// The Spoke never goes: the wait runs out.
+	srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, forceRemoveSpoke)
+	srv.Respond("DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, forceRemoveSpoke)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{"resourceVersion":"5"},"items":[`+forceRemoveSpoke+`]}`)
+	code, out, errOut = runSpoke(srv, "force-remove", "spoke-1", "--yes", "--timeout", "1s")
+	assert.Check(t, is.Equal(code, exitcode.TimedOut), errOut)
+	assert.Check(t, is.Contains(out, leftover))
+}

@@ -131,6 +131,8 @@ type removalPlan struct {
 	Wait       bool     `json:"wait"`
 	Leftovers  []string `json:"leftovers,omitempty"`
 	ValuesPath string   `json:"valuesPath,omitempty"`
+	// Release is the Helm release named on the Spoke ("" when none).
+	Release string `json:"release,omitempty"`
 }
 
 // planRemoval decides every write of a removal from what was read; it reads
@@ -166,7 +168,8 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 			p.Edited, p.Values = edited, entryRemovalRemove
 		}
 	}
-	switch release := helmRelease(s); {
+	p.Release = helmRelease(s)
+	switch release := p.Release; {
 	case p.Values == entryRemovalNoFile:
 		p.Warning = helmWarning(in.Name, release, in.Namespace)
 	case p.Values == entryRemovalNoEntry && release != "":
@@ -308,6 +311,22 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 	return out
 }
 
+// next is the step the removal leaves to the user ("" when none): an entry
+// removed from a file reaches the release only with an upgrade, and the
+// product requires it, since every upgrade applies the Spokes of the values
+// again.
+func (p *removalPlan) next(dryRun cli.DryRun) string {
+	switch {
+	case p.Values != entryRemovalRemove:
+		return ""
+	case dryRun != cli.DryRunNone:
+		return "run again without --dry-run to make these changes"
+	case p.File.Kind == values.HelmRelease:
+		return "apply " + p.ValuesPath + " to the hub (or commit it where Flux reads it), so that Flux upgrades the release without the entry; until then the next upgrade registers the spoke again"
+	}
+	return "commit " + p.ValuesPath + " and run " + helmUpgrade(p.Release, p.Namespace, p.ValuesPath) + ", so that the release's values lose the entry too; until then the next upgrade registers the spoke again"
+}
+
 // registeredAgainWarning is what a new ManagedCluster of the same name
 // after the delete means: the klusterlet on the spoke still runs, holds a
 // bootstrap credential and asks to join again.
@@ -385,7 +404,10 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err := hub.applyRemoval(ctx, plan, o.DryRun); err != nil {
 		return err
 	}
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun)}
+	// What may stay on the cluster is said before the wait, so a dry run
+	// and a wait that runs out say it too.
+	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun),
+		Leftovers: plan.Leftovers, Next: plan.next(o.DryRun)}
 	r.Warnings = warnings
 	if plan.Warning != "" {
 		r.Warnings = append(r.Warnings, plan.Warning)
@@ -394,7 +416,7 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if plan.Wait && o.DryRun == cli.DryRunNone {
 		again, err := hub.WaitGone(ctx, o.Name, registered, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut))
 		if err != nil {
-			_ = o.Output.Print(o.Out, r, r.table)
+			_ = o.print(r)
 			return fmt.Errorf("%w; %s", err, how.AfterTimeout)
 		}
 		r.Steps = append(r.Steps, Step{"spoke, ManagedCluster and namespace " + o.Name, "gone"})
@@ -403,7 +425,18 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 			r.Warnings = append(r.Warnings, w)
 			fmt.Fprintln(o.ErrOut, w)
 		}
-		r.Leftovers = plan.Leftovers
 	}
-	return o.Output.Print(o.Out, r, r.table)
+	return o.print(r)
+}
+
+// print writes the report; after the table, the next step is a hint on
+// stderr, as add gives it (with -o it is the report's next field).
+func (o *removalOptions) print(r *RemoveReport) error {
+	if err := o.Output.Print(o.Out, r, r.table); err != nil {
+		return err
+	}
+	if o.Output.IsTable() && r.Next != "" {
+		fmt.Fprintln(o.ErrOut, "Next: "+r.Next)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package spoke
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -187,4 +190,30 @@ func TestRemoveHelpSaysWhoUnjoins(t *testing.T) {
 	help := strings.Join(strings.Fields(cmd.Long), " ")
 	assert.Check(t, is.Contains(help, "In addon mode (the chart's default) the fleetconfig-controller-agent on the spoke does that part"))
 	assert.Check(t, !strings.Contains(help, "the hub then unjoins"), help)
+}
+
+// remove --values, having taken the entry out of the file, names the Helm
+// upgrade the product requires, as add names the one that registers.
+func TestRemoveWithValuesNamesTheHelmUpgrade(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5",`+
+			`"labels":{"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"mural","meta.helm.sh/release-namespace":"mural-system"}},`+
+			`"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"addOns":[{"configName":"fleetconfig-controller-agent"}]},`+
+			`"status":{"conditions":[{"type":"PivotComplete","status":"True","reason":"x","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
+	srv.Respond("GET /apis/work.open-cluster-management.io/v1/namespaces/spoke-1/manifestworks", 200, `{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	srv.Respond("DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+	goldenFile, err := filepath.Abs(golden.Path("remove-values-output.golden"))
+	assert.NilError(t, err)
+	// In the file's directory: the output names the file as the user gave it.
+	t.Chdir(t.TempDir())
+	assert.NilError(t, os.WriteFile("values.yaml", []byte(planValues), 0o600))
+	var out strings.Builder
+	for _, dry := range []string{"--dry-run=client", "--dry-run=none"} {
+		code, stdout, stderr := runSpoke(srv, "remove", "spoke-1", "--values", "values.yaml", dry)
+		assert.Check(t, is.Equal(code, exitcode.OK), stderr)
+		fmt.Fprintf(&out, "== remove spoke-1 --values values.yaml %s\n-- stdout\n%s-- stderr\n%s", dry, stdout, stderr)
+	}
+	golden.Assert(t, out.String(), goldenFile)
 }

@@ -32,12 +32,14 @@ type RemoveReport struct {
 	// Leftovers are what may remain on the spoke cluster, with the commands
 	// to remove it.
 	Leftovers []string `json:"leftovers,omitempty"`
+	// Next is the step left to the user.
+	Next string `json:"next,omitempty"`
 }
 
 func (r *RemoveReport) table() cli.Table {
 	t := stepsTable(r.Steps)
 	for _, l := range r.Leftovers {
-		t.Rows = append(t.Rows, []string{"left on the spoke", l})
+		t.Rows = append(t.Rows, []string{"may be left on the spoke", l})
 	}
 	return t
 }
@@ -67,7 +69,10 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			fails): what cannot be checked is never taken for no works.
 
 			With --values or --helmrelease the spoke's entry leaves that file
-			too. A spoke a Helm release renders gets a warning, since the next
+			too, and the command names the step that must follow: the helm
+			upgrade of the release with that file (or, for Flux, applying the
+			HelmRelease), without which the next upgrade registers the spoke
+			again. A spoke a Helm release renders gets a warning, since the next
 			helm upgrade would register it again: without a file, from the
 			release named on the Spoke; with a file that has no entry for it,
 			because the release's values must then live elsewhere. With --wait
