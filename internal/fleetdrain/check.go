@@ -29,6 +29,8 @@ type CheckOptions struct {
 	Selector      string
 	AllowEmptyDir bool
 	ChunkSize     int64
+	// PlatformKubeconfig is the management cluster's kubeconfig file.
+	PlatformKubeconfig string
 
 	f      *cli.Factory
 	client kubernetes.Interface
@@ -68,7 +70,12 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 			* Disrupts: Deployments and StatefulSets of one replica (down until
 			  their pod runs elsewhere), and StatefulSets of two or more replicas,
 			  or Deployments of a well-known quorum system (etcd, ZooKeeper,
-			  Kafka, ...), with no PodDisruptionBudget.
+			  Kafka, ...), with no PodDisruptionBudget;
+			* on a Cluster API Machine's node, what the Machine controller's
+			  drain in the next rollout does differently from an eviction (the
+			  pod label cluster.x-k8s.io/drain, and with --platform-kubeconfig
+			  the MachineDrainRules): pods it leaves, pods it waits for until
+			  they complete, pods it evicts in an earlier or later batch (Notes).
 
 			DaemonSet pods and mirror (static) pods are left out: a new node runs
 			them again (without what they kept on the old node).
@@ -94,6 +101,7 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 	flags := cmd.Flags()
 	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Check the nodes matching this label selector instead of named nodes")
 	flags.BoolVar(&o.AllowEmptyDir, "allow-emptydir", o.AllowEmptyDir, "Take emptyDir volumes as scratch space: list them as notes, not as data that may be lost")
+	flags.StringVar(&o.PlatformKubeconfig, platformKubeconfigFlag, o.PlatformKubeconfig, "Kubeconfig of the management cluster: say what Cluster API's drain of the next rollout does with each pod (MachineDrainRules)")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -159,6 +167,10 @@ func (o *CheckOptions) read(ctx context.Context) (CheckInput, error) {
 	var in CheckInput
 	nodes, err := o.selectNodes(ctx)
 	if err != nil {
+		return in, err
+	}
+	sel := &NodeOptions{f: o.f, client: o.client, PlatformKubeconfig: o.PlatformKubeconfig}
+	if in.Rules, err = sel.readRules(ctx, nodes); err != nil {
 		return in, err
 	}
 	in.NodeLabels = map[string]map[string]string{}

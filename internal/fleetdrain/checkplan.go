@@ -71,6 +71,9 @@ type CheckInput struct {
 	NodeLabels map[string]map[string]string
 	// AllowEmptyDir counts emptyDir volumes as scratch space (a Note).
 	AllowEmptyDir bool
+	// Rules decide, by node name, how Cluster API's drain of the next
+	// rollout treats the pods of nodes that belong to a Machine.
+	Rules map[string]NodeRules
 }
 
 // CheckReport is what `fleetdrain check` prints.
@@ -146,6 +149,7 @@ func PlanCheck(in CheckInput) CheckReport {
 	slices.Sort(r.Skipped)
 	f := newFindings()
 	budgetFindings(f, in.Budgets, pods)
+	drainRuleFindings(f, in.Rules, pods)
 	workloads := groupWorkloads(in, pods)
 	for _, w := range workloads {
 		workloadFindings(f, w, in.Budgets)

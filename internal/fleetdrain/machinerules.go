@@ -81,7 +81,7 @@ func ReadNodeRules(ctx context.Context, mgmt *ManagementCluster, workload kubern
 			continue
 		}
 		refuse := func(err error) error {
-			return exitcode.RefusedError(fmt.Errorf("cannot read the drain rules of node %s (Machine %s) from %s: %w; no node was cordoned", n.Name, rules.Machine, mgmt.Source, err))
+			return exitcode.RefusedError(fmt.Errorf("cannot read the drain rules of node %s (Machine %s) from %s: %w; nothing was changed", n.Name, rules.Machine, mgmt.Source, err))
 		}
 		if ns == "" {
 			if mgmt.Given {
