@@ -41,12 +41,12 @@ func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 			upgrade would do:
 
 			* NotRegistered: an entry with no Spoke; the upgrade registers it;
-			* NotInValues: a Spoke with no entry. One the Helm release rendered
-			  with helm.sh/resource-policy keep stays registered after the
-			  upgrade, no longer in the values; one without keep is deleted by
-			  the upgrade, which unregisters the cluster; one made outside Helm
-			  is left alone. Spokes of a Compute Pool are never in the values and
-			  are not listed;
+			* NotInValues: a Spoke with no entry. The upgrade leaves it
+			  registered: the release's job applies the Spokes of the values
+			  after every upgrade and deletes none, and Helm neither adopts nor
+			  deletes Spokes, whatever release marks one carries. Remove it with
+			  kubectl spoke remove, or add its entry back. Spokes of a Compute
+			  Pool are never in the values and are not listed;
 			* DeletedButInValues: a Spoke being deleted whose entry is still
 			  there: the upgrade registers the cluster again;
 			* FieldsDiffer: the entry sets a field the Spoke holds otherwise (what

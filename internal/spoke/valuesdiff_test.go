@@ -113,6 +113,9 @@ func TestDiffValues(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(string(data), `{"path":"klusterlet.mode","values":"Default","live":"Hosted","immutable":true}`))
 	assert.Check(t, is.Contains(string(data), `{"path":"kubeconfig.secretReference.name","values":"spoke-1-kubeconfig","live":"spoke-1-kubeconfig-2027"}`))
+	// Helm neither adopts nor deletes a Spoke under the product's job model:
+	// one no longer in the values stays, with or without the keep policy.
+	assert.Check(t, !strings.Contains(buf.String(), "deletes it"), buf.String())
 	// The chart renders no logVerbosity into a Spoke: no upgrade changes it.
 	assert.Check(t, !strings.Contains(string(data), `logVerbosity`))
 }

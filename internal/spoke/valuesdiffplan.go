@@ -134,16 +134,16 @@ func DiffValues(in ValuesDiffInput) ValuesDiff {
 }
 
 // notInValuesMessage says what the next upgrade does to a Spoke with no
-// entry, by how it was made.
+// entry: nothing. The product applies the values' Spokes with a job after
+// every install and upgrade, so Helm neither adopts nor deletes a Spoke,
+// whatever release marks it carries.
 func notInValuesMessage(s *LiveSpoke) string {
 	release := HelmRelease(&s.Metadata)
 	switch {
 	case s.Metadata.DeletionTimestamp != nil:
 		return "being deleted, and not in the values: nothing to do"
-	case release != "" && s.Metadata.Annotations[fleetconfig.HelmResourcePolicyAnnotation] == "keep":
-		return fmt.Sprintf("Helm release %q rendered it (resource-policy keep): the next upgrade leaves it registered but no longer in the values; add its entry back, or remove it with kubectl spoke remove %s", release, s.Metadata.Name)
 	case release != "":
-		return fmt.Sprintf("Helm release %q rendered it: the next upgrade deletes it, which unregisters the cluster; add its entry back to keep it", release)
+		return fmt.Sprintf("marked as Helm release %q's, but no upgrade deletes a Spoke (the release's job only applies the Spokes of its values): it stays registered, no longer in the values; add its entry back, or remove it with kubectl spoke remove %s", release, s.Metadata.Name)
 	}
 	return "made outside Helm (by hand, or kubectl spoke add --apply on a hub Helm did not install): helm upgrade leaves it alone; add its entry (kubectl spoke add " + s.Metadata.Name + " --values FILE) so that the values record the whole fleet"
 }
