@@ -90,6 +90,18 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			* a budget that keeps refusing is waited on for --pdb-timeout, then the
 			  node fails and the budget is named; --uncordon-on-failure gives the
 			  node back then;
+			* on a Cluster API Machine's node, the Machine controller's own
+			  drain: the pod label cluster.x-k8s.io/drain (skip,
+			  wait-completed), then the MachineDrainRules read from
+			  --platform-kubeconfig (or the current context when it holds the
+			  Machine); skipped pods are never evicted, wait-completed pods are
+			  waited for, the rest evicted in batches by order, lowest first;
+			* a node that is unreachable (Ready Unknown) or NotReady is named in
+			  the plan; on an unreachable node a pod terminating longer than
+			  --skip-wait-for-delete-timeout (1 s when not given, as Cluster API
+			  does) counts as gone; --unhealthy-pods=evict-if-budget-empty lets
+			  go of a pod that is not Ready when its budgets have no healthy pod
+			  to lose, never of a Ready pod;
 			* a summary per node with its Cluster API Machine (annotation
 			  cluster.x-k8s.io/machine), the name to hand to the platform team;
 			* Ctrl-C or SIGTERM stops the evictions and waits, prints the summary
@@ -114,6 +126,9 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 
 			# Drain a node of a tenant cluster; give it back if the drain fails
 			kubectl fleetdrain node worker-3 --kubeconfig app.kubeconfig --ignore-daemonsets --uncordon-on-failure
+
+			# Drain a Machine's node as Cluster API would, with the management cluster's MachineDrainRules
+			kubectl fleetdrain node worker-3 --kubeconfig app.kubeconfig --platform-kubeconfig mgmt.kubeconfig --ignore-daemonsets
 
 			# The same report as JSON, for a script
 			kubectl fleetdrain node worker-1 --ignore-daemonsets -o json`),
