@@ -47,6 +47,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
 			// The mark admission-policy.yaml reads.
 			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitednodes"},
+			// Whether a pod's template pins its node (crossplan.go).
+			{Verb: "get", Group: "apps", Resource: "replicasets", Namespace: "web"}, {Verb: "get", Group: "apps", Resource: "statefulsets", Namespace: "web"},
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []authz.Permission{
 			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},

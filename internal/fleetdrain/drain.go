@@ -49,6 +49,8 @@ type NodeDrainer struct {
 	unhealthyMu sync.Mutex
 	// unhealthy are the pods deleted past their budgets, by node.
 	unhealthy map[string][]string
+	// Turns orders the nodes of budget deadlocks; nil orders nothing.
+	Turns *budgetTurns
 }
 
 // ErrBudgetBlocked is the cause of a drain stopped by a budget that allowed
@@ -99,6 +101,8 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 		ctx, cancel = context.WithTimeoutCause(ctx, d.Helper.Timeout, fmt.Errorf("%w after %s", ErrNodeTimedOut, d.Helper.Timeout))
 		defer cancel()
 	}
+	// However it ends, the node's turns at contended budgets end with it.
+	defer d.Turns.leave(node.Name)
 	found, err := d.Find(ctx, node)
 	if err != nil {
 		return 0, err
@@ -165,6 +169,10 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 		}
 		return nil
 	}
+	budgets := budgetKeys(Covering(d.Budgets.List(), pod))
+	if err := d.Turns.wait(ctx, node, budgets); err != nil {
+		return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
+	}
 	var blockedSince time.Time
 	for {
 		changed := d.Budgets.Changed()
@@ -174,9 +182,11 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 			switch {
 			case err == nil:
 				d.Progress.unblocked(node, pod)
+				d.Turns.took(node, budgets)
 				return nil
 			case apierrors.IsNotFound(err):
 				release()
+				d.Turns.took(node, budgets)
 				return nil
 			case apierrors.IsTooManyRequests(err):
 				release()

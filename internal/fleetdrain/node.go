@@ -243,6 +243,11 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		planHealth(&item, found, o.drainer.Budgets.List(), o.drainer.Health, o.SkipWaitForDeleteTimeout)
 		report.Items = append(report.Items, item)
 	}
+	order, err := o.planAcrossNodes(ctx, founds, &report)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	o.drainer.Turns = newBudgetTurns(order, report.Items)
 	if refused := refusedNodes(report); len(refused) > 0 {
 		for i := range report.Items {
 			if report.Items[i].refused() {
@@ -396,6 +401,7 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 // interrupted; it is cordoned, so it is given back like a failed one.
 func (o *NodeOptions) notStarted(ctx context.Context, node *corev1.Node, r *NodeReport) {
 	r.Result, r.Error = NodeInterrupted, "not started: "+context.Cause(ctx).Error()
+	o.drainer.Turns.leave(node.Name)
 	o.drainer.Progress.Finished(node.Name, false)
 	o.giveBackAfterFailure(ctx, node, r)
 }

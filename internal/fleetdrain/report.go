@@ -90,6 +90,9 @@ type PlannedPod struct {
 	// cluster.x-k8s.io/drain label or a MachineDrainRule).
 	Order     *int32 `json:"order,omitempty"`
 	DecidedBy string `json:"decidedBy,omitempty"`
+	// ComesBack says why its replacement would land on the node again, or
+	// could run on no other node (see ComesBack).
+	ComesBack string `json:"comesBack,omitempty"`
 }
 
 // Blocker kinds.
@@ -99,6 +102,9 @@ const (
 	BlockerLocalData = "LocalData"
 	BlockerDaemonSet = "DaemonSetPods"
 	BlockerOther     = "Other"
+	// BlockerDeadlock: nodes drained together would each wait on a budget
+	// another took; the drain orders them (see BudgetDeadlock).
+	BlockerDeadlock = "BudgetDeadlock"
 )
 
 // Blocker is something that stops a node's drain: pods the flags do not
@@ -143,6 +149,9 @@ func (r DrainReport) planTable() cli.Table {
 			detail := p.Owner
 			if len(p.Budgets) > 0 {
 				detail += " (budget " + strings.Join(p.Budgets, ", ") + ")"
+			}
+			if p.ComesBack != "" {
+				detail += "; " + p.ComesBack
 			}
 			add("evict", namespacedName(p.Namespace, p.Name), detail+p.ruleDetail())
 		}
