@@ -1,0 +1,118 @@
+package fleetdrain
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// Four nodes drained at once, each holding a pod of a budget that allows
+// one disruption, on an API server whose budget status lags and which
+// refuses nothing: only drains that share one view of the budgets (one
+// watch, reservations seen by all) send a single eviction. Before, no test
+// could tell: the API server's own refusals kept the budget either way.
+func TestConcurrentDrainsShareOneViewOfTheBudgets(t *testing.T) {
+	objs := []k8sruntime.Object{budgetWithRV("api", 1)}
+	var names []string
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		names = append(names, n)
+		objs = append(objs, node(n, false, nil), budgetPod(n, "api", 0))
+	}
+	c := newBudgetCluster(t, false, false, objs...)
+	o, out, _ := nodeOptions(c.Clientset, names...)
+	o.MaxConcurrent, o.PDBTimeout = 4, 300*time.Millisecond
+	err := o.drainNodes(context.Background())
+	assert.ErrorContains(t, err, "1 of 4 node(s) drained")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Check(t, is.Equal(c.overspent, 0), "evictions beyond what budget shop/api allowed")
+	assert.Check(t, is.Equal(c.spent["shop/api"], 1))
+	assert.Check(t, is.Equal(c.views.Load(), int32(1)), "budget watches opened by one run")
+	assert.Check(t, is.Equal(strings.Count(out.String(), "blocked by a PodDisruptionBudget"), 3), out.String())
+}
+
+// fleetdrain node drains --max-concurrent nodes at once: never more, and as
+// many as it allows. Before, no test held the limit: draining one more, or
+// one at a time, failed none.
+func TestNodeDrainsRunMaxConcurrentAtOnce(t *testing.T) {
+	for _, limit := range []int{1, 2, 3} {
+		objs := workers(7)
+		client, open := fakeCluster(t, objs...)
+		crowd := &drainCrowd{open: open, want: int32(limit) + 1, bound: 300 * time.Millisecond}
+		o, _, _ := nodeOptions(client, nodeNames(objs)...)
+		o.client = crowdClient{Clientset: client, crowd: crowd}
+		o.MaxConcurrent = limit
+		assert.NilError(t, o.drainNodes(context.Background()))
+		assert.Equal(t, crowd.peak, int32(limit), "nodes drained at once with --max-concurrent %d", limit)
+	}
+}
+
+// drainCrowd counts the node drains under way by their open pod watches
+// (one per drain). A drain opening its watch waits for one more than the
+// limit to join it, up to a bound: every drain that may overlap it then
+// does, and one too many shows.
+type drainCrowd struct {
+	open  *atomic.Int32
+	want  int32
+	bound time.Duration
+
+	mu   sync.Mutex
+	peak int32
+}
+
+func (c *drainCrowd) joined() {
+	_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, c.bound, true, func(context.Context) (bool, error) {
+		now := c.open.Load()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.peak = max(c.peak, now)
+		return now >= c.want, nil
+	})
+}
+
+// crowdClient is the fake whose pod watches of one node report to crowd.
+type crowdClient struct {
+	*fake.Clientset
+	crowd *drainCrowd
+}
+
+func (c crowdClient) CoreV1() corev1client.CoreV1Interface {
+	return crowdCore{CoreV1Interface: c.Clientset.CoreV1(), crowd: c.crowd}
+}
+
+type crowdCore struct {
+	corev1client.CoreV1Interface
+	crowd *drainCrowd
+}
+
+func (c crowdCore) Pods(ns string) corev1client.PodInterface {
+	return crowdPods{PodInterface: c.CoreV1Interface.Pods(ns), crowd: c.crowd}
+}
+
+type crowdPods struct {
+	corev1client.PodInterface
+	crowd *drainCrowd
+}
+
+func (p crowdPods) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := p.PodInterface.Watch(ctx, opts)
+	if err == nil && strings.HasPrefix(opts.FieldSelector, "spec.nodeName=") {
+		p.crowd.joined()
+	}
+	return w, err
+}
+
+var _ kubernetes.Interface = crowdClient{}
