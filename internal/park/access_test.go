@@ -24,7 +24,7 @@ import (
 // opt-in Role for one NAME-kubeconfig Secret).
 func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	roles := clitest.PluginRoles(t, "park")
-	assert.DeepEqual(t, slices.Collect(maps.Keys(roles)), []string{"spokekit-park"})
+	assert.DeepEqual(t, slices.Sorted(maps.Keys(roles)), []string{"spokekit-park", "spokekit-park-list"})
 	role := roles["spokekit-park"]
 	ns := "dynamo-prod"
 	capiRead := func(verb, resource string) authz.Permission {
@@ -40,6 +40,8 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		capiRead("list", capi.MachineHealthCheckResource),
 		{Verb: "list", Resource: "pods", Namespace: ns},
 		{Verb: "list", Resource: "events", Namespace: ns},
+		// The mark admission-policy.yaml reads.
+		{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitedclusters", Namespace: ns},
 	})
 	for _, a := range needs {
 		assert.Check(t, clitest.Allows(role.Rules, a), "not granted: %s", authz.Describe(a))
@@ -51,6 +53,8 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		assert.Check(t, used, "granted but never needed: %s", authz.Describe(g))
 		assert.Check(t, g.Resource != "secrets", "granted: %s", authz.Describe(g))
 	}
+	// list -A reads Clusters everywhere and nothing else.
+	assert.DeepEqual(t, clitest.Granted(roles["spokekit-park-list"]), []authz.Permission{{Verb: "list", Group: capi.Group, Resource: capi.ClusterResource}})
 }
 
 // park kubeconfig reads the one NAME-kubeconfig Secret: spokekit-park does
