@@ -66,7 +66,12 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			fleetdrain cluster first) or whose placements tolerate the
 			workload-cleanup taint the hub then adds. Refused too when those works
 			cannot be listed (the hub does not serve ManifestWorks, or the list
-			fails): what cannot be checked is never taken for no works.
+			fails): what cannot be checked is never taken for no works. Refused
+			as well when the hub must unjoin the cluster itself (unified mode,
+			hub-as-spoke, addon mode before the agent took over) and the stored
+			kubeconfig cannot do it: its secret is gone or unreadable, or its
+			credential has expired; rotate-kubeconfig first, or the removal
+			would wait forever.
 
 			With --values or --helmrelease the spoke's entry leaves that file
 			too, and the command names the step that must follow: the helm
@@ -107,6 +112,9 @@ func (o *RemoveOptions) Run(ctx context.Context) error {
 // refuseBlockedRemoval refuses, before anything changes, a removal the hub
 // would wait on forever (FindRemovalBlockers).
 func refuseBlockedRemoval(ctx context.Context, hub *HubClient, s *fleetconfig.Spoke) ([]string, error) {
+	if err := hub.refuseUnusableCredential(ctx, s, time.Now()); err != nil {
+		return nil, err
+	}
 	works, err := hub.ManifestWorks(ctx, s.Name)
 	if err != nil {
 		return nil, err
