@@ -49,6 +49,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitednodes"},
 			// Whether a pod's template pins its node (crossplan.go).
 			{Verb: "get", Group: "apps", Resource: "replicasets", Namespace: "web"}, {Verb: "get", Group: "apps", Resource: "statefulsets", Namespace: "web"},
+			// --surge (surge.go).
+			surgeAccess(map[string]string{"web/a": "web/a-deploy"})[0], surgeAccess(map[string]string{"web/a": "web/a-deploy"})[1],
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []authz.Permission{
 			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},

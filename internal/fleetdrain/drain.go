@@ -51,6 +51,8 @@ type NodeDrainer struct {
 	unhealthy map[string][]string
 	// Turns orders the nodes of budget deadlocks; nil orders nothing.
 	Turns *budgetTurns
+	// Surge starts replacements first (--surge); nil surges nothing.
+	Surge *surger
 }
 
 // ErrBudgetBlocked is the cause of a drain stopped by a budget that allowed
@@ -162,7 +164,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 // evict removes one pod: deleted with --disable-eviction, otherwise evicted
 // once the shared view has a disruption to spare for it. A budget that
 // allows none is waited on (woken by its changes) up to PDBTimeout.
-func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) error {
+func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) (err error) {
 	if d.Eviction.Empty() {
 		if err := d.removePod(*pod); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
@@ -172,6 +174,13 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) e
 	budgets := budgetKeys(Covering(d.Budgets.List(), pod))
 	if err := d.Turns.wait(ctx, node, budgets); err != nil {
 		return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
+	}
+	giveBack, err := d.Surge.begin(ctx, node, pod)
+	if err != nil {
+		return err
+	}
+	if giveBack != nil {
+		defer func() { err = errors.Join(err, giveBack()) }()
 	}
 	var blockedSince time.Time
 	for {

@@ -43,6 +43,7 @@ type NodeOptions struct {
 	MaxConcurrent            int
 	PDBTimeout               time.Duration
 	UncordonOnFailure        bool
+	Surge                    bool
 	ChunkSize                int64
 	DryRun                   cli.DryRun
 	// PlatformKubeconfig is the management cluster's kubeconfig file: the
@@ -150,6 +151,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	flags.BoolVar(&o.UncordonOnFailure, "uncordon-on-failure", o.UncordonOnFailure, "Uncordon a node whose drain failed or was interrupted (never one someone else cordoned)")
 	flags.StringVar(&o.UnhealthyPods, unhealthyPodsFlag, o.UnhealthyPods, "never, or evict-if-budget-empty: delete a pod that is not Ready when its eviction is refused and its budgets have no healthy pod to lose (as unhealthyPodEvictionPolicy AlwaysAllow would evict it); never a Ready pod")
 	flags.StringVar(&o.PlatformKubeconfig, platformKubeconfigFlag, o.PlatformKubeconfig, "Kubeconfig of the management cluster: on a Cluster API Machine's node, drain as its Machine controller does (MachineDrainRules)")
+	flags.BoolVar(&o.Surge, "surge", o.Surge, "For a Deployment's pod that a budget allowing no disruption blocks, scale the Deployment up by one first and evict the pod once its budget allows it; the replicas are given back after, also on failure or Ctrl-C")
 	cli.AddChunkSizeFlag(cmd, &o.ChunkSize)
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
@@ -200,6 +202,8 @@ func (o *NodeOptions) Validate() error {
 		return exitcode.UsageErrorf("--pdb-timeout must be positive, got %s", o.PDBTimeout)
 	case o.SkipWaitForDeleteTimeout < 0:
 		return exitcode.UsageErrorf("--skip-wait-for-delete-timeout must not be negative, got %d", o.SkipWaitForDeleteTimeout)
+	case o.Surge && o.DisableEviction:
+		return exitcode.UsageErrorf("--surge waits for budgets, which --disable-eviction bypasses: use one or the other")
 	case o.GracePeriod < -1:
 		return exitcode.UsageErrorf("--grace-period must be -1 (the pod's own) or more, got %d", o.GracePeriod)
 	}
@@ -248,6 +252,13 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	o.drainer.Turns = newBudgetTurns(order, report.Items)
+	var surges map[string]string
+	if o.Surge {
+		if surges, err = planSurges(ctx, o.client, founds, &report, o.drainer.Budgets.List()); err != nil {
+			return fmt.Errorf("%w; nothing was changed", err)
+		}
+		o.drainer.Surge = newSurger(o.client, surges)
+	}
 	if refused := refusedNodes(report); len(refused) > 0 {
 		for i := range report.Items {
 			if report.Items[i].refused() {
@@ -260,7 +271,7 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		return exitcode.RefusedErrorf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again (`kubectl fleetdrain check %s` lists all that their replacement would block, break or lose)",
 			strings.Join(refused, ", "), refusalSummary(report), strings.Join(refused, " "))
 	}
-	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, nodeAccess(report, o.DisableEviction)); err != nil {
+	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, append(nodeAccess(report, o.DisableEviction), surgeAccess(surges)...)); err != nil {
 		return err
 	}
 	if o.DryRun == cli.DryRunServer {

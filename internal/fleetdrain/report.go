@@ -93,6 +93,9 @@ type PlannedPod struct {
 	// ComesBack says why its replacement would land on the node again, or
 	// could run on no other node (see ComesBack).
 	ComesBack string `json:"comesBack,omitempty"`
+	// Surge says, with --surge, whether its replacement starts first (see
+	// PlanSurge), or why not.
+	Surge string `json:"surge,omitempty"`
 }
 
 // Blocker kinds.
@@ -150,8 +153,10 @@ func (r DrainReport) planTable() cli.Table {
 			if len(p.Budgets) > 0 {
 				detail += " (budget " + strings.Join(p.Budgets, ", ") + ")"
 			}
-			if p.ComesBack != "" {
-				detail += "; " + p.ComesBack
+			for _, more := range []string{p.ComesBack, p.Surge} {
+				if more != "" {
+					detail += "; " + more
+				}
 			}
 			add("evict", namespacedName(p.Namespace, p.Name), detail+p.ruleDetail())
 		}
