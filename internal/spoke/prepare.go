@@ -85,7 +85,9 @@ func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			spoke cluster (the kubeconfig flags select it, as with kubectl; an
 			admin's kubeconfig, the hub is not asked), and it makes there:
 
-			* the namespace spokekit-system (or the one -n names);
+			* the namespace spokekit-system (or the one -n names), marked as
+			  prepare's; an existing namespace without that mark is refused
+			  (exit 3), since whoever acts in it would reach the account below;
 			* the ServiceAccount spokekit-join in it;
 			* the ClusterRole spokekit:spoke-join with what the hub's FleetConfig
 			  controller does with the stored kubeconfig, in addon and in unified

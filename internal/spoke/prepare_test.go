@@ -43,7 +43,6 @@ func TestPlanPrepare(t *testing.T) {
 		facts prepareFacts
 	}{
 		{"a new cluster", prepareFacts{}},
-		{"a namespace of the user's", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system"}}}},
 		{"a re-run", made(t)},
 		{"an older version's role", olderRole},
 		{"a binding someone widened", widerBinding},
@@ -88,6 +87,10 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 			f.Token = f.Token.DeepCopy()
 			f.Token.Type = corev1.SecretTypeOpaque
 		}), "(type Opaque)"},
+		// Whoever may already act in a namespace prepare did not make would
+		// reach the join's privileged ServiceAccount and token in it.
+		{"a namespace of someone else's", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system"}}},
+			"namespace spokekit-system exists and was not made by kubectl spoke prepare"},
 		{"a namespace being deleted", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system", DeletionTimestamp: &deleting}}},
 			"namespace spokekit-system is being deleted"},
 	}

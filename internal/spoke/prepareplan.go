@@ -95,7 +95,12 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	case ns.DeletionTimestamp != nil:
 		return nil, exitcode.RefusedErrorf("namespace %s is being deleted; nothing was changed: wait until it is gone, or pick another with -n", n.Namespace)
 	default:
-		// Any namespace may hold the ServiceAccount; it is not changed.
+		// Only a namespace prepare made (and marked) holds its privileged
+		// ServiceAccount and token: whoever acts in someone else's would
+		// reach them. It is not changed.
+		if err := refuseForeign("namespace "+n.Namespace, ns.ObjectMeta); err != nil {
+			return nil, err
+		}
 		p.Namespace = objectWrite[*corev1.Namespace]{objectUnchanged, ns}
 	}
 
