@@ -190,3 +190,31 @@ func TestExecMarkerAppearsWhenThePluginRuns(t *testing.T) {
 	_, err = os.Stat(marker)
 	assert.NilError(t, err, "the plugin ran")
 }
+
+// The second guard: a kubeconfig from a cluster that got past FromSecret
+// some other way still builds no client that runs a program, reads a file,
+// or sends requests over http, through a proxy or unchecked.
+func TestRESTConfigGuardsAKubeconfigFromACluster(t *testing.T) {
+	for name, cluster := range map[string]string{
+		"http":     "    insecure-skip-tls-verify: false\n",
+		"proxy":    "    proxy-url: http://proxy.example:3128\n",
+		"insecure": "    insecure-skip-tls-verify: true\n",
+		"ca file":  "    certificate-authority: /etc/hosts\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := fromCluster("", cluster, "")
+			if name == "http" {
+				data = strings.Replace(data, "https://", "http://", 1)
+			}
+			cfg, err := decode([]byte(data), "test")
+			assert.NilError(t, err)
+			// Past FromSecret's checks: only RESTConfig's guard is left.
+			k, err := fromConfig(cfg, "secret mural-system/spoke-1-kubeconfig")
+			assert.NilError(t, err)
+			k.fromCluster = true
+			_, err = k.RESTConfig()
+			assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), "%v", err)
+			assert.Check(t, is.ErrorContains(err, "secret mural-system/spoke-1-kubeconfig"))
+		})
+	}
+}
