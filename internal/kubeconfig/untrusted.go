@@ -167,6 +167,18 @@ func checkFromCluster(c *rest.Config, source string) error {
 	return nil
 }
 
+// InsecureParts names what in the kubeconfig would send requests where a
+// Secret's writer should not send them (see insecureParts); nil when
+// AllowInsecureSecrets lets them through. add checks the file it is about
+// to store with it, so that it never stores what every later command,
+// reading it from the Secret, refuses.
+func (k *Kubeconfig) InsecureParts() []string {
+	if AllowInsecureSecrets {
+		return nil
+	}
+	return insecureParts(k.config)
+}
+
 // insecureParts names every cluster of cfg that would send requests where a
 // Secret's writer should not send them from this machine. Loopback stays
 // allowed: a kubeconfig for an API server on this machine is the user's own

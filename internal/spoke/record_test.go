@@ -2,6 +2,8 @@ package spoke
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
+	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
@@ -158,6 +161,25 @@ func TestStatusReadsNoSecret(t *testing.T) {
 			assert.Check(t, is.Equal(code, tc.code), "%s%s", out, errOut)
 			assert.Check(t, is.Contains(out, tc.want))
 			assert.Check(t, is.Equal(count(srv, "GET /api/v1/namespaces/mural-system/secrets"), 0), "no Secret is read: %v", srv.Requests())
+		})
+	}
+}
+
+// A kubeconfig every later command would refuse once stored (it sends
+// requests over http, through a proxy or without checking the certificate)
+// is refused by add before any request, not stored.
+func TestAddRefusesAKubeconfigLaterCommandsRefuse(t *testing.T) {
+	for name, cluster := range map[string]string{
+		"http":     "    server: http://10.0.0.2:6443\n",
+		"proxy":    "    server: https://10.0.0.2:6443\n    proxy-url: http://proxy.example:3128\n",
+		"insecure": "    server: https://10.0.0.2:6443\n    insecure-skip-tls-verify: true\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "spoke.kubeconfig")
+			assert.NilError(t, os.WriteFile(file, []byte("apiVersion: v1\nkind: Config\ncurrent-context: s\ncontexts:\n- name: s\n  context: {cluster: s, user: u}\nclusters:\n- name: s\n  cluster:\n"+cluster+"users:\n- name: u\n  user: {token: t}\n"), 0o600))
+			clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Refused, "every command reading it from the Secret refuses it",
+				[]string{"add", "spoke-1", "--spoke-kubeconfig", file},
+				[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", file})
 		})
 	}
 }

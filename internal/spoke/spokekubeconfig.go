@@ -1,6 +1,8 @@
 package spoke
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +37,9 @@ func (n *spokeKubeconfig) read(now time.Time) error {
 	kc, err := kubeconfig.Load(n.File)
 	if err != nil {
 		return exitcode.RefusedErrorf("%w; nothing was changed", err)
+	}
+	if reasons := kc.InsecureParts(); len(reasons) > 0 {
+		return n.refused(fmt.Errorf("%s; once stored, every command reading it from the Secret refuses it, so it is not stored (or pass --allow-insecure-kubeconfig-secrets here and to those commands, if this is meant)", strings.Join(reasons, "; ")))
 	}
 	if n.credential, err = kc.Credential(now, n.MinLifetime); err != nil {
 		return n.refused(err)
