@@ -167,3 +167,37 @@ func TestValuesDiffAgreesWithAdd(t *testing.T) {
 	r := DiffValues(ValuesDiffInput{Path: "values.yaml", Namespace: "mural-system", Entries: entries[len(entries)-1:], Spokes: []LiveSpoke{live}})
 	assert.Check(t, is.Len(r.Items, 0), "%+v", r.Items)
 }
+
+// Through the command, as a script sees it: Spokes that differ from the
+// file exit 1, with the differences on stdout; in step, exit 0.
+func TestValuesDiffExitsOneOnDrift(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	assert.NilError(t, os.WriteFile(file, []byte(diffValuesFile), 0o600))
+	list := func(spokes ...LiveSpoke) string {
+		items := make([]map[string]any, len(spokes))
+		for i, s := range spokes {
+			items[i] = map[string]any{"apiVersion": fleetconfig.SpokeResource.GroupVersion().String(), "kind": "Spoke", "metadata": s.Metadata, "spec": s.Spec}
+		}
+		data, err := json.Marshal(map[string]any{"apiVersion": fleetconfig.SpokeResource.GroupVersion().String(), "kind": "SpokeList", "metadata": map[string]any{}, "items": items})
+		assert.NilError(t, err)
+		return string(data)
+	}
+	const spokes = "GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes"
+
+	srv := clitest.NewAPIServer(t)
+	srv.Respond(spokes, 200, list(diffSpokes()...))
+	code, out, errOut := runSpoke(srv, "values-diff", "--values", file)
+	assert.Check(t, is.Equal(code, exitcode.Failed), errOut)
+	assert.Check(t, is.Contains(out, "klusterlet.mode"), out)
+	assert.Check(t, is.Contains(errOut, "Next: helm upgrade mural"), errOut)
+
+	entries, err := values.Entries([]byte(diffValuesFile), values.HelmValues)
+	assert.NilError(t, err)
+	one, err := yaml.Marshal(map[string]any{"fleetConfig": map[string]any{"spokes": []any{entries[0]}}})
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(file, one, 0o600))
+	srv.Respond(spokes, 200, list(diffSpokes()[0]))
+	code, out, errOut = runSpoke(srv, "values-diff", "--values", file)
+	assert.Check(t, is.Equal(code, exitcode.OK), "%s%s", out, errOut)
+	assert.Check(t, is.Contains(errOut, "In step"), errOut)
+}

@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,7 +94,11 @@ func (h *HubClient) WaitGone(ctx context.Context, name string, registered types.
 			if err != nil || !found {
 				return !found, "deleted", err
 			}
-			return false, deletingState(&s), nil
+			state := deletingState(&s)
+			if hint := retryHint(&s, time.Now()); hint != "" {
+				state += "; " + hint
+			}
+			return false, state, nil
 		})
 	if err != nil {
 		return false, err
@@ -149,6 +154,26 @@ func deletingState(s *fleetconfig.Spoke) string {
 		state += fmt.Sprintf(" (finalizers: %v)", s.Finalizers)
 	}
 	return state
+}
+
+// controllerBackoffMax is the longest wait of controller-runtime's default
+// rate limiter, which upstream's Spoke controller retries a failed
+// deletion step with.
+const controllerBackoffMax = 1000 * time.Second
+
+// retryHint says, while a deletion step fails (CleanupFailed True), when the
+// FleetConfig controller tries again: its wait doubles after each failure,
+// so the next one comes about as long after now as the failures have lasted
+// (up to controllerBackoffMax). A removal unblocked after long failures
+// takes that long more; --timeout may need to cover it.
+func retryHint(s *fleetconfig.Spoke, now time.Time) string {
+	c := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionCleanupFailed)
+	if c == nil || c.Status != metav1.ConditionTrue || c.LastTransitionTime.IsZero() {
+		return ""
+	}
+	failing := max(now.Sub(c.LastTransitionTime.Time).Round(time.Second), 0)
+	return fmt.Sprintf("failing for %s, the controller retries within about %s (its wait doubles after each failure, up to %s)",
+		failing, min(failing, controllerBackoffMax), controllerBackoffMax)
 }
 
 func findCondition(conds []fleetconfig.Condition, t string) *fleetconfig.Condition {
