@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 )
@@ -31,7 +30,7 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 	if err := fleet.InstallRelease(ctx, d.hub.Config, "mural-system", "mural"); err != nil {
 		return err
 	}
-	fleet.Start(ctx, d.hub, "mural-system", 300*time.Millisecond)
+	fleet.Start(ctx, d.hub, "mural-system", fleet.UpstreamPace().Scaled(fleet.FastScale))
 	values := filepath.Join(d.home, "values.yaml")
 	if err := os.WriteFile(values, []byte(demoValues), 0o644); err != nil {
 		return err

@@ -140,13 +140,21 @@ func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
 	if mode == fleet.ModeAddon {
 		assert.Check(t, standin.AgentRunning("purged"))
 	} else {
-		// A reconcile after the pivot would have purged it: wait for one
-		// of the Spoke as it is now.
-		err := wait.PollUntilContextTimeout(ctx(t), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return standin.Reconciled("purged") == spokeObject(t, "purged").GetResourceVersion(), nil
-		})
-		assert.NilError(t, err, "the stand-in reconciles the pivoted Spoke")
+		// A reconcile after the pivot would have purged it.
+		assert.NilError(t, standin.WaitReconcile(ctx(t), "purged"))
 		assert.Check(t, secretExists(t, "purged"), "unified mode keeps the Secret")
+		// Nor does unified mode read it after the join: a reconcile after
+		// it went leaves the Spoke Running. The removal needs it back.
+		secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
+		sec, err := secrets.Get(ctx(t), "purged-kubeconfig", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.NilError(t, secrets.Delete(ctx(t), sec.Name, metav1.DeleteOptions{}))
+		assert.NilError(t, standin.WaitReconcile(ctx(t), "purged"))
+		phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")
+		assert.Check(t, phase == "Running", "phase %q without the Secret", phase)
+		sec.ResourceVersion, sec.UID = "", ""
+		_, err = secrets.Create(ctx(t), sec, metav1.CreateOptions{})
+		assert.NilError(t, err)
 	}
 	phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")
 	assert.Equal(t, phase, "Running")

@@ -124,11 +124,10 @@ func TestHealth(t *testing.T) {
 	// --deep: the spoke behind the proxy stalls every request of the
 	// plugin; it gets --spoke-timeout, and the other spoke is reached anyway.
 	stalls := proxy.Inject(&harness.Fault{UserAgent: "kubectl-spoke/", Times: -1, Action: harness.Stall})
-	start := time.Now()
+	// That the stalled spoke got --spoke-timeout shows in its error below,
+	// not in a wall-clock bound a loaded machine could break.
 	r, rows = health(t, "health-ok", "health-stall", "health-purged", "--deep", "--spoke-timeout", "3s", "--max-concurrent", "1")
-	took := time.Since(start)
 	assert.Equal(t, r.ExitCode, 1, r)
-	assert.Check(t, took < 20*time.Second, "took %s", took)
 	assert.Check(t, proxy.Fired(stalls) > 0, "the spoke behind the proxy was asked")
 	assert.Check(t, is.Contains(r.Stderr, "1 of 3 spokes unhealthy: health-stall"), r)
 	stall := rows["health-stall"].Deep

@@ -40,12 +40,17 @@ var (
 	standin        *fleet.Fleet
 	// mode is the FleetConfig mode of this pass.
 	mode fleet.Mode
+	// pace is the stand-in's (SPOKEKIT_E2E_FLEET_PACE; fast by default).
+	pace fleet.Pace
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse() // runModeTests reads -run
 	modes := []fleet.Mode{fleet.ModeAddon, fleet.ModeUnified}
 	only, err := fleet.ModeFromEnv()
+	if err == nil {
+		pace, err = fleet.PaceFromEnv()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -85,7 +90,7 @@ func setup(run, start context.Context, e *harness.Env) (func(), error) {
 		return nil, err
 	}
 	var err error
-	standin, err = fleet.Run(run, hub, releaseNamespace, fleet.Options{Mode: mode})
+	standin, err = fleet.Run(run, hub, releaseNamespace, fleet.Options{Mode: mode, Pace: pace})
 	return nil, err
 }
 
@@ -97,12 +102,12 @@ func setup(run, start context.Context, e *harness.Env) (func(), error) {
 var modeTests = map[string]string{
 	"TestAddJoinsListsAndIsIdempotent":           "the hub joins and keeps the spoke without an agent add-on; no pivot",
 	"TestWebhookAddOnRulesPerMode":               "upstream's webhook requires the agent add-on in one mode and forbids it in the other",
-	"TestPurgeKubeconfigSecretAfterPivot":        "only addon mode purges the Secret; unified mode needs it every reconcile",
+	"TestPurgeKubeconfigSecretAfterPivot":        "only addon mode purges the Secret; unified mode keeps it, for the unjoin only",
 	"TestHealth":                                 "the credential's state and the agent add-on column differ",
 	"TestRemoveBlockedByManifestWorkThenAllowed": "the hub, not the agent, unjoins the removed spoke",
 	"TestRemovedSpokeJoinsAgain":                 "the hub's unjoin must leave the spoke able to join again",
 	"TestAgentStoppedSpoke":                      "who unjoins a spoke whose klusterlet stopped",
-	"TestForceRemoveUnreachableSpoke":            "the Spoke's phase once the spoke is unreachable, and the force-delete",
+	"TestForceRemoveUnreachableSpoke":            "the hub, not the agent, fails to unjoin the dark spoke; the force-delete",
 	"TestRotateKubeconfig":                       "the hub keeps using the rotated credential after the join",
 	"TestPrepareThenAdd":                         "the prepared identity is what the hub uses on every reconcile",
 	"TestLeastPrivilege":                         "every command with the shipped roles alone, in the other mode too",

@@ -21,6 +21,8 @@ import (
 type agent struct {
 	cluster string
 	spoke   kubernetes.Interface
+	// unjoined is set once the agent unjoined its cluster.
+	unjoined bool
 }
 
 // startInstalledAgents starts the agent of every cluster whose agent
@@ -112,40 +114,41 @@ func (f *Fleet) agentRound(ctx context.Context, a *agent, sc schedule) (gone boo
 		f.fail(ctx, fmt.Errorf("agent %s: reading its Spoke: %w", a.cluster, err))
 		return false
 	}
-	next := f.requeue
-	if f.agentReconcile(ctx, a, &s) {
-		next = tick
-	}
-	sc.after(u, next)
+	sc.after(u, f.agentReconcile(ctx, a, &s), f.currentPace())
 	return false
 }
 
 // agentReconcile is upstream's reconcile in the agent role: the
 // spoke-cleanup finalizer, the pivot, the klusterlet check (with the
 // default bundle version it needs nothing of the spoke), and on deletion,
-// once the hub's pre-flight is done, the unjoin of its own cluster.
-func (f *Fleet) agentReconcile(ctx context.Context, a *agent, s *spoke) (soon bool) {
+// once the hub's pre-flight is done, the unjoin of its own cluster. It says
+// when to come back (the agent's own queue).
+func (f *Fleet) agentReconcile(ctx context.Context, a *agent, s *spoke) next {
 	if s.DeletionTimestamp == nil {
 		if !s.has(finalizerSpokeCleanup) {
 			f.setFinalizers(ctx, s, append(s.Finalizers, finalizerSpokeCleanup))
-			return true
+			return requeue
 		}
 		st := newStatus(s)
-		st.set(cond(conditionPivotComplete, metav1.ConditionTrue, metav1.ConditionTrue, conditionPivotComplete))
-		st.set(cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, conditionKlusterletSynced))
+		spokeWork(st)
 		f.writeStatus(ctx, s, st, st.phase(nil))
-		return false
+		return requeue
 	}
-	// The hub removes its pre-flight finalizer when the spoke may unjoin.
-	if s.has(finalizerHubCleanupPreflight) || !s.has(finalizerSpokeCleanup) {
-		return false
+	// The hub removes its pre-flight finalizer when the spoke may unjoin; a
+	// force-delete removes it and spoke-cleanup at once, and upstream's agent,
+	// still running, unjoins all the same while the hub cleans up.
+	if s.has(finalizerHubCleanupPreflight) || !s.has(finalizerHubCleanup) || a.unjoined {
+		return waitChange
 	}
 	if err := f.unjoinWith(ctx, s, a.spoke); err != nil {
 		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
-		return true
+		return failed
 	}
-	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))
-	return false
+	a.unjoined = true
+	if s.has(finalizerSpokeCleanup) {
+		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))
+	}
+	return waitChange
 }
 
 // unjoinWith is `clusteradm unjoin` with a client of the spoke: the

@@ -11,42 +11,77 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // reconcileDelete takes a deleted Spoke through upstream's steps on the
 // hub, one finalizer at a time: the pre-flight, the unjoin (the hub's own
 // only for hub-as-spoke, a pivot that never completed, or unified mode;
-// otherwise it waits for the spoke's agent), the hub cleanup. It says
-// whether to come back soon.
-func (f *Fleet) reconcileDelete(ctx context.Context, s *spoke) bool {
+// otherwise it waits for the spoke's agent), the hub cleanup. It says when
+// to come back.
+func (f *Fleet) reconcileDelete(ctx context.Context, s *spoke) next {
 	if s.Status.Phase != phaseDeleting {
 		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(false, ""))
-		return true
+		return requeue
 	}
 	if s.Annotations[forceDeleteAnnotation] == "true" && (s.has(finalizerHubCleanupPreflight) || s.has(finalizerSpokeCleanup)) {
 		// The escape hatch: the hub stops waiting for the spoke. Whatever
 		// runs there (the klusterlet, the agent) is left running.
 		if err := f.dropManifestWorks(ctx, s.Name); err != nil {
 			f.fail(ctx, err)
-			return true
+			return failed
 		}
 		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight, finalizerSpokeCleanup))
-		return true
+		return again
 	}
 	switch {
 	case s.has(finalizerHubCleanupPreflight):
 		return f.hubPreflight(ctx, s)
+	case !s.has(finalizerHubCleanup):
+		return waitChange
+	}
+	// Upstream's doHubCleanup checks for blocking works on every pass until
+	// hub-cleanup goes, not only before the pre-flight finalizer goes.
+	if n, blocked := f.blockedByWorks(ctx, s); blocked {
+		return n
+	}
+	switch {
 	case s.has(finalizerSpokeCleanup):
 		if f.mode == ModeAddon && !s.hubAsSpoke() && s.pivotComplete() {
 			// "Hub preflight complete, waiting for spoke agent to deregister":
 			// the agent's removal of spoke-cleanup brings the next reconcile.
-			return false
+			return waitChange
 		}
 		return f.hubUnjoin(ctx, s)
-	case s.has(finalizerHubCleanup):
+	default:
 		return f.hubCleanup(ctx, s)
 	}
-	return false
+}
+
+// blockedByWorks is upstream's block on works no add-on owns, once the
+// ManagedCluster exists: CleanupFailed with upstream's message, and the
+// queue's backoff.
+func (f *Fleet) blockedByWorks(ctx context.Context, s *spoke) (next, bool) {
+	if _, err := f.managedCluster(ctx, s.Name); apierrors.IsNotFound(err) {
+		return 0, false
+	} else if err != nil {
+		f.fail(ctx, err)
+		return failed, true
+	}
+	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
+		return failed, true
+	}
+	for _, w := range works.Items {
+		if !addOnOwned(&w) {
+			// An error upstream: the queue backs off, and the work's
+			// deletion brings no reconcile (upstream watches no works).
+			f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, BlockingMessage(s.Name)))
+			return failed, true
+		}
+	}
+	return 0, false
 }
 
 func without(list []string, drop ...string) []string {
@@ -59,7 +94,7 @@ func (f *Fleet) cleanAll(s *spoke) bool {
 	return s.hubAsSpoke() || !s.pivotComplete() || f.mode == ModeUnified
 }
 
-func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) bool {
+func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) next {
 	mc, err := f.managedCluster(ctx, s.Name)
 	if apierrors.IsNotFound(err) && f.hub.StopAgent(s.Name) {
 		// Upstream joins within one reconcile (clusteradm join --wait, then
@@ -72,28 +107,20 @@ func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) bool {
 	if apierrors.IsNotFound(err) {
 		// Never joined: in addon mode nothing holds the Spoke any more.
 		f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight, finalizerHubCleanup))
-		return true
+		return again
 	}
 	if err != nil {
 		f.fail(ctx, err)
-		return true
+		return failed
 	}
 	if s.Spec.CleanupConfig.ForceClusterDrain && !f.addTaint(ctx, mc, TaintWorkloadCleanup) {
-		return true
+		return again
 	}
-	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
-		return true
-	}
-	for _, w := range works.Items {
-		if !addOnOwned(&w) {
-			f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, BlockingMessage(s.Name)))
-			return true
-		}
+	if n, blocked := f.blockedByWorks(ctx, s); blocked {
+		return n
 	}
 	if !f.addTaint(ctx, mc, TaintTerminating) {
-		return true
+		return again
 	}
 	// Upstream disables the spoke's add-ons here (all but the agent's while
 	// the agent is to unjoin) and waits for their works to go.
@@ -102,17 +129,22 @@ func (f *Fleet) hubPreflight(ctx context.Context, s *spoke) bool {
 		if name != AgentAddOn || all {
 			if err := f.disableAddOn(ctx, s.Name, name); err != nil {
 				f.fail(ctx, err)
-				return true
+				return failed
 			}
 		}
+	}
+	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
+		return failed
 	}
 	if slices.ContainsFunc(works.Items, func(w unstructured.Unstructured) bool {
 		return all || w.GetLabels()[addOnNameLabel] != AgentAddOn
 	}) {
-		return true
+		return pollAddons
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanupPreflight))
-	return true
+	return again
 }
 
 // addOnOwned is upstream's test: some owner of the work is a ManagedClusterAddOn.
@@ -143,8 +175,12 @@ func (f *Fleet) addTaint(ctx context.Context, mc *unstructured.Unstructured, key
 
 // hubUnjoin is upstream's doSpokeCleanup run by the hub: with the Spoke's
 // kubeconfig, which needs the spoke's API server to answer.
-func (f *Fleet) hubUnjoin(ctx context.Context, s *spoke) bool {
-	_, c, err := f.spokeKubeconfig(ctx, s)
+func (f *Fleet) hubUnjoin(ctx context.Context, s *spoke) next {
+	kubeconfig, err := f.loadKubeconfig(ctx, s)
+	var c kubernetes.Interface
+	if err == nil {
+		c, err = reachSpoke(ctx, kubeconfig)
+	}
 	if err == nil {
 		err = f.unjoinWith(ctx, s, c)
 	} else {
@@ -152,10 +188,10 @@ func (f *Fleet) hubUnjoin(ctx context.Context, s *spoke) bool {
 	}
 	if err != nil {
 		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
-		return true
+		return failed
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))
-	return true
+	return again
 }
 
 // csrSuffix is what the registration agent's CSR names add to the cluster name.
@@ -164,11 +200,11 @@ var csrSuffix = regexp.MustCompile(`-[a-zA-Z0-9]{5}$`)
 // hubCleanup is the rest of upstream's doHubCleanup once the spoke is
 // unjoined: the cluster's CSRs (labelled, and named after it), the agent
 // add-on and its work, the ManagedCluster, the cluster namespace.
-func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) bool {
+func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) next {
 	csrs, err := f.kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterNameLabel})
 	if err != nil {
 		f.fail(ctx, fmt.Errorf("listing CSRs: %w", err))
-		return true
+		return failed
 	}
 	for _, c := range csrs.Items {
 		if csrSuffix.ReplaceAllString(c.Name, "") != s.Name {
@@ -176,17 +212,17 @@ func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) bool {
 		}
 		if err := f.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			f.fail(ctx, fmt.Errorf("deleting CSR %s: %w", c.Name, err))
-			return true
+			return failed
 		}
 	}
 	if err := f.disableAddOn(ctx, s.Name, AgentAddOn); err != nil {
 		f.fail(ctx, err)
-		return true
+		return failed
 	}
 	works, err := f.dyn.Resource(manifestWorkGVR).Namespace(s.Name).List(ctx, metav1.ListOptions{LabelSelector: addOnNameLabel + "=" + AgentAddOn})
 	if err != nil {
 		f.fail(ctx, fmt.Errorf("listing ManifestWorks in %s: %w", s.Name, err))
-		return true
+		return failed
 	}
 	if len(works.Items) > 0 {
 		// The spoke's work agent is gone: nothing else would let them go
@@ -196,18 +232,18 @@ func (f *Fleet) hubCleanup(ctx context.Context, s *spoke) bool {
 				f.fail(ctx, err)
 			}
 		}
-		return true
+		return pollAddons
 	}
 	if err := f.dyn.Resource(managedClusterGVR).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("deleting ManagedCluster %s: %w", s.Name, err))
-		return true
+		return failed
 	}
 	if err := f.kube.CoreV1().Namespaces().Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("deleting namespace %s: %w", s.Name, err))
-		return true
+		return failed
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerHubCleanup))
-	return true
+	return again
 }
 
 // dropManifestWorks deletes every ManifestWork of the cluster and strips

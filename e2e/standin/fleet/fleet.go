@@ -31,9 +31,10 @@
 // (webhook.go) for real, registered with the hub's API server, so every
 // object a test or plugin writes passes the rules upstream enforces.
 //
-// Reconciles follow controller-runtime's rhythm: a Spoke is reconciled when
-// it changes (seen within a fraction of a second), again soon after a step
-// that waits or fails, and otherwise every Options.Requeue (upstream's 30 s).
+// Reconciles follow controller-runtime's rhythm at a Pace: a Spoke is
+// reconciled when it changes (seen within a fraction of a second), after a
+// failed deletion step with exponential backoff, and otherwise at the pace's
+// requeue (upstream's 30 s); UpstreamPace is upstream's, scaled for fast runs.
 // It never writes a ManagedCluster's status, placement decisions, an
 // add-on's status or a ManifestWork (a force-delete aside, which deletes
 // them): the hub's controllers and the agents do.
@@ -63,6 +64,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 )
@@ -126,17 +128,12 @@ const (
 	ModeUnified Mode = "unified"
 )
 
-// DefaultRequeue is how often upstream reconciles a Spoke that did not change.
-const DefaultRequeue = 30 * time.Second
-
 // Options configure the stand-in.
 type Options struct {
 	// Mode defaults to ModeAddon.
 	Mode Mode
-	// Requeue is how often an unchanged Spoke is reconciled again, which is
-	// how often a unified-mode hub notices a spoke it cannot reach; it
-	// defaults to DefaultRequeue. Shorten it only in a test that waits for it.
-	Requeue time.Duration
+	// Pace defaults to UpstreamPace scaled by FastScale.
+	Pace Pace
 }
 
 // BlockingMessage is the upstream CleanupFailed message while ManifestWorks
@@ -163,6 +160,8 @@ type spoke struct {
 		AddOns []struct {
 			ConfigName string `json:"configName"`
 		} `json:"addOns"`
+		Timeout       int64 `json:"timeout"`
+		LogVerbosity  int64 `json:"logVerbosity"`
 		CleanupConfig struct {
 			ForceClusterDrain     bool `json:"forceClusterDrain"`
 			PurgeKubeconfigSecret bool `json:"purgeKubeconfigSecret"`
@@ -187,9 +186,14 @@ func (s *spoke) hubAsSpoke() bool {
 
 func (s *spoke) has(finalizer string) bool { return slices.Contains(s.Finalizers, finalizer) }
 
-// pivotComplete is upstream's PivotComplete: the condition is True.
+// pivotComplete is upstream's PivotComplete: the spoke joined and the
+// agent took over (both conditions True).
 func (s *spoke) pivotComplete() bool {
-	i := slices.IndexFunc(s.Status.Conditions, func(c condition) bool { return c.Type == conditionPivotComplete })
+	return s.conditionTrue(conditionJoined) && s.conditionTrue(conditionPivotComplete)
+}
+
+func (s *spoke) conditionTrue(t string) bool {
+	i := slices.IndexFunc(s.Status.Conditions, func(c condition) bool { return c.Type == t })
 	return i >= 0 && s.Status.Conditions[i].Status == metav1.ConditionTrue
 }
 
@@ -211,7 +215,6 @@ type Fleet struct {
 	kube      kubernetes.Interface
 	namespace string
 	mode      Mode
-	requeue   time.Duration
 
 	// running is held while reconciling; Pause holds it to keep the
 	// stand-in's own requests out of a measurement.
@@ -222,18 +225,47 @@ type Fleet struct {
 	// credential the agent add-on is installed with.
 	installed map[string][]byte
 	agents    map[string]*agent
-	// reconciled is, per Spoke, the resourceVersion its last finished
-	// reconcile read (see Reconciled).
-	reconciled map[string]string
+	// began is, per Spoke, when its last finished reconcile began (see
+	// WaitReconcile).
+	began map[string]time.Time
+	pace  Pace
 }
 
-// Reconciled is the resourceVersion of the Spoke that the stand-in's last
-// finished reconcile of it read, "" before the first: a test that must show
-// a reconcile did nothing waits until it equals the Spoke's current one.
-func (f *Fleet) Reconciled(name string) string {
+// SetPace changes the pace from the next reconcile on and returns the
+// previous one; a Spoke already waiting keeps its due time.
+func (f *Fleet) SetPace(p Pace) (previous Pace) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.reconciled[name]
+	previous, f.pace = f.pace, p
+	return previous
+}
+
+func (f *Fleet) currentPace() Pace {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pace
+}
+
+// WaitReconcile waits until a reconcile of the Spoke that began after the
+// call has finished: a test that must show the stand-in did nothing on its
+// own (the Spoke stayed Running) waits for one, at the pace's requeue.
+func (f *Fleet) WaitReconcile(ctx context.Context, name string) error {
+	start := time.Now()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		began := f.began[name]
+		f.mu.Unlock()
+		if began.After(start) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a reconcile of Spoke %s: %w", name, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Pause stops reconciling until the returned function is called.
@@ -245,11 +277,11 @@ func (f *Fleet) Pause() (resume func()) {
 // Mode is the mode the stand-in runs in.
 func (f *Fleet) Mode() Mode { return f.mode }
 
-// Start runs the stand-in in addon mode on the hub until ctx ends, with
-// requeue as its requeue interval; a failure to start fails the test run.
-// Run is the same with every option and the error.
-func Start(ctx context.Context, hub *harness.OCMHub, namespace string, requeue time.Duration) *Fleet {
-	f, err := Run(ctx, hub, namespace, Options{Requeue: requeue})
+// Start runs the stand-in in addon mode on the hub until ctx ends, at the
+// pace; a failure to start fails the test run. Run is the same with every
+// option and the error.
+func Start(ctx context.Context, hub *harness.OCMHub, namespace string, pace Pace) *Fleet {
+	f, err := Run(ctx, hub, namespace, Options{Pace: pace})
 	if err != nil {
 		hub.Env().Fail(fmt.Errorf("fleet stand-in: %w", err))
 	}
@@ -267,11 +299,11 @@ func Run(ctx context.Context, hub *harness.OCMHub, namespace string, o Options) 
 	if o.Mode != ModeAddon && o.Mode != ModeUnified {
 		return nil, fmt.Errorf("unknown FleetConfig mode %q", o.Mode)
 	}
-	if o.Requeue == 0 {
-		o.Requeue = DefaultRequeue
+	if o.Pace == (Pace{}) {
+		o.Pace = UpstreamPace().Scaled(FastScale)
 	}
-	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, requeue: o.Requeue,
-		installed: map[string][]byte{}, agents: map[string]*agent{}, reconciled: map[string]string{}}
+	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, pace: o.Pace,
+		installed: map[string][]byte{}, agents: map[string]*agent{}, began: map[string]time.Time{}}
 	if err := f.registerAgentAddOn(ctx); err != nil {
 		return nil, err
 	}
@@ -376,23 +408,68 @@ func (f *Fleet) initializeHubs(ctx context.Context) error {
 // tick is how soon a change to a Spoke is seen (a watch event's latency).
 const tick = 200 * time.Millisecond
 
+// next is what a reconcile asks of the queue.
+type next int
+
+const (
+	// requeue: come back after the pace's Requeue (upstream's
+	// RequeueAfter), or at once if the Spoke changes.
+	requeue next = iota
+	// failed: a deletion step failed; come back after the backoff.
+	failed
+	// waitChange: come back only when the Spoke changes (upstream's
+	// Result{} without error).
+	waitChange
+	// again: the stand-in split one upstream reconcile into several
+	// rounds; go on at the next tick.
+	again
+	// pollAddons: the hub waits for disabled add-ons' works to go.
+	pollAddons
+)
+
 // schedule says when an object is reconciled next: when it changed (its
 // resourceVersion), or at its due time.
-type schedule map[string]struct {
-	rv  string
-	due time.Time
+type schedule map[string]*entry
+
+type entry struct {
+	rv       string
+	due      time.Time
+	failures int
 }
 
 func (sc schedule) due(u *unstructured.Unstructured, now time.Time) bool {
 	e, ok := sc[u.GetName()]
-	return !ok || e.rv != u.GetResourceVersion() || !now.Before(e.due)
+	return !ok || e.rv != u.GetResourceVersion() || (!e.due.IsZero() && !now.Before(e.due))
 }
 
-func (sc schedule) after(u *unstructured.Unstructured, d time.Duration) {
-	sc[u.GetName()] = struct {
-		rv  string
-		due time.Time
-	}{u.GetResourceVersion(), time.Now().Add(d)}
+// after records a reconcile of u that asked for n, at pace p.
+func (sc schedule) after(u *unstructured.Unstructured, n next, p Pace) {
+	e := sc[u.GetName()]
+	if e == nil {
+		e = &entry{}
+		sc[u.GetName()] = e
+	}
+	e.rv = u.GetResourceVersion()
+	if n == failed {
+		e.failures++
+	} else {
+		e.failures = 0
+	}
+	var d time.Duration
+	switch n {
+	case requeue:
+		d = p.Requeue
+	case failed:
+		d = p.backoff(e.failures)
+	case waitChange:
+		e.due = time.Time{}
+		return
+	case again:
+		d = tick
+	case pollAddons:
+		d = p.AddonPoll
+	}
+	e.due = time.Now().Add(d)
 }
 
 func (f *Fleet) loop(ctx context.Context) {
@@ -442,21 +519,19 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 				f.fail(ctx, fmt.Errorf("reading Spoke %s: %w", u.GetName(), err))
 				return
 			}
-			var soon bool
+			began := time.Now()
+			var n next
 			if s.DeletionTimestamp != nil {
-				soon = f.reconcileDelete(ctx, &s)
+				n = f.reconcileDelete(ctx, &s)
 			} else {
-				soon = f.reconcileJoin(ctx, &s)
+				n = f.reconcileJoin(ctx, &s)
 			}
-			next := f.requeue
-			if soon {
-				next = tick
-			}
+			p := f.currentPace()
 			mu.Lock()
-			sc.after(u, next)
+			sc.after(u, n, p)
 			mu.Unlock()
 			f.mu.Lock()
-			f.reconciled[u.GetName()] = u.GetResourceVersion()
+			f.began[u.GetName()] = began
 			f.mu.Unlock()
 		}()
 	}
@@ -468,22 +543,24 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 	}
 }
 
-// spokeKubeconfig reads the kubeconfig the Spoke names (its Secret, or the
-// hub's own for inCluster) and checks the spoke's API server answers with it.
-func (f *Fleet) spokeKubeconfig(ctx context.Context, s *spoke) ([]byte, kubernetes.Interface, error) {
+// loadKubeconfig is upstream's KubeconfigFromSecretOrCluster: the
+// kubeconfig the Spoke names (its Secret, or the hub's own for inCluster),
+// narrowed to spec.kubeconfig.context when set, as clusteradm's --context
+// would use it. It does not reach the spoke.
+func (f *Fleet) loadKubeconfig(ctx context.Context, s *spoke) ([]byte, error) {
 	var data []byte
 	switch ref := s.Spec.Kubeconfig.SecretReference; {
 	case s.Spec.Kubeconfig.InCluster:
 		var err error
 		if data, err = os.ReadFile(f.hub.Kubeconfig); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	case ref == nil:
-		return nil, nil, errors.New("no kubeconfig secret reference")
+		return nil, errors.New("no kubeconfig secret reference")
 	default:
 		sec, err := f.kube.CoreV1().Secrets(s.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading kubeconfig secret: %w", err)
+			return nil, fmt.Errorf("reading kubeconfig secret: %w", err)
 		}
 		key := ref.KubeconfigKey
 		if key == "" {
@@ -491,18 +568,32 @@ func (f *Fleet) spokeKubeconfig(ctx context.Context, s *spoke) ([]byte, kubernet
 		}
 		data = sec.Data[key]
 	}
-	c, err := reachSpoke(ctx, data, s.Spec.Kubeconfig.Context)
-	return data, c, err
+	return withContext(data, s.Spec.Kubeconfig.Context)
 }
 
-// reachSpoke makes a client of a kubeconfig (its context, or the current
-// one) and checks the API server answers.
-func reachSpoke(ctx context.Context, kubeconfig []byte, context string) (kubernetes.Interface, error) {
+// withContext narrows a kubeconfig to one context (its current one when
+// context is ""), so whoever uses it (the klusterlet agent, the agent
+// add-on) uses that context's cluster and user.
+func withContext(kubeconfig []byte, context string) ([]byte, error) {
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if context != "" {
+		if _, ok := raw.Contexts[context]; !ok {
+			return nil, fmt.Errorf("context %q not found in the kubeconfig", context)
+		}
+		raw.CurrentContext = context
+	}
+	if err := clientcmdapi.MinifyConfig(raw); err != nil {
+		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
+	}
+	return clientcmd.Write(*raw)
+}
+
+// reachSpoke makes a client of a kubeconfig and checks the API server answers.
+func reachSpoke(ctx context.Context, kubeconfig []byte) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
@@ -531,91 +622,128 @@ func initialConditions() []condition {
 // reconcileJoin is upstream's reconcile of a live Spoke on the hub: the
 // finalizers, then the hub's work (join, accept, add-ons, the purge of the
 // kubeconfig Secret after the pivot) and, in unified mode or for
-// hub-as-spoke, the spoke's work too; the phase follows the conditions. It
-// says whether to come back soon (a step waits or failed).
-func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) bool {
+// hub-as-spoke, the spoke's work too; the phase follows the conditions.
+// Upstream requeues a live Spoke after every reconcile, failed or not.
+func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) next {
 	if !s.has(finalizerHubCleanup) {
 		fins := append(slices.Clone(s.Finalizers), finalizerHubCleanupPreflight, finalizerHubCleanup)
 		// In addon mode the spoke side adds spoke-cleanup once joined.
 		if f.mode == ModeUnified || s.hubAsSpoke() {
 			fins = append(fins, finalizerSpokeCleanup)
 		}
-		f.setFinalizers(ctx, s, fins)
-		return true
+		// Upstream takes the Hub's defaults as it adds its finalizers.
+		hub, err := f.hubOf(ctx, s)
+		if err != nil {
+			f.fail(ctx, err)
+		}
+		f.patch(ctx, s, fins, hubDefaults(s, hub))
+		return requeue
 	}
 	st := newStatus(s)
 	if s.Status.Phase == "" {
 		f.writeStatus(ctx, s, st, phaseJoining)
-		return true
+		return requeue
 	}
-	soon, err := f.hubWork(ctx, s, st)
-	if err == nil && !soon && (f.mode == ModeUnified || s.hubAsSpoke()) {
-		err = f.spokeWork(ctx, s, st)
+	hub, err := f.hubOf(ctx, s)
+	if err == nil {
+		err = f.hubWork(ctx, s, st, hub)
+	}
+	if err == nil && (f.mode == ModeUnified || s.hubAsSpoke()) {
+		spokeWork(st)
 	}
 	f.writeStatus(ctx, s, st, st.phase(err))
-	return soon || err != nil
+	return requeue
+}
+
+// hubOf is upstream's getHubMeta: the Hub that spec.hubRef names, nil when
+// there is none (not an error: the join says "hub not found").
+func (f *Fleet) hubOf(ctx context.Context, s *spoke) (*unstructured.Unstructured, error) {
+	ref := s.Spec.HubRef
+	if ref.Namespace == "" || ref.Name == "" {
+		// Upstream's cached client finds no namespaced object so.
+		return nil, nil
+	}
+	h, err := f.dyn.Resource(hubGVR).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Hub %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return h, nil
 }
 
 // hubWork is upstream's doHubWork.
-func (f *Fleet) hubWork(ctx context.Context, s *spoke, st *status) (soon bool, err error) {
+func (f *Fleet) hubWork(ctx context.Context, s *spoke, st *status, hub *unstructured.Unstructured) error {
 	mc, err := f.managedCluster(ctx, s.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+		return err
 	}
 	if mc == nil {
-		kubeconfig, c, err := f.spokeKubeconfig(ctx, s)
+		kubeconfig, err := f.loadKubeconfig(ctx, s)
 		if err != nil {
-			st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, "failed to load spoke kubeconfig: "+err.Error()))
-			return false, err
+			// Upstream returns this one without a condition.
+			return fmt.Errorf("failed to load spoke kubeconfig: %w", err)
 		}
-		if err := f.join(ctx, s, kubeconfig, c); err != nil {
+		if err := f.join(ctx, s, hub, kubeconfig); err != nil {
 			st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, err.Error()))
-			return false, err
+			return err
 		}
 	}
 	if mc == nil || !hasCondition(mc, conditionMCJoined) {
 		// clusteradm join --wait returns once the agent asked to join;
-		// here the agent registers in the background: look again soon.
+		// upstream re-accepts and looks again at its next requeue.
 		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue,
 			fmt.Sprintf("ManagedClusterJoined condition not found in ManagedCluster for spoke cluster %s", s.Name)))
 		if _, err := f.hub.Accept(ctx, s.Name); err != nil {
 			f.fail(ctx, err)
 		}
-		return true, nil
+		return nil
 	}
 	if !conditionIs(mc, conditionMCJoined, "True") {
 		msg := fmt.Sprintf("failed to join spoke cluster %s: %s", s.Name, conditionMessage(mc, conditionMCJoined))
 		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, msg))
-		return false, errors.New(msg)
+		return errors.New(msg)
 	}
 	st.set(cond(conditionJoined, metav1.ConditionTrue, metav1.ConditionTrue, "Joined"))
 	agentMode := f.mode == ModeAddon && !s.hubAsSpoke()
 	if agentMode && !s.has(finalizerSpokeCleanup) {
 		f.setFinalizers(ctx, s, append(slices.Clone(s.Finalizers), finalizerSpokeCleanup))
-		return true, nil
+		return nil
 	}
 	if err := f.purgeKubeconfigSecret(ctx, s); err != nil {
-		return false, err
+		return err
 	}
 	enabled, err := f.enableAddOns(ctx, s)
 	if err != nil {
 		st.set(cond(conditionAddonsConfigured, metav1.ConditionFalse, metav1.ConditionTrue,
 			fmt.Sprintf("failed to enable addons for spoke cluster %s: %s", s.Name, err)))
-		return false, err
+		return err
 	}
 	st.enabledAddons = enabled
 	if len(enabled) > 0 {
 		st.set(cond(conditionAddonsConfigured, metav1.ConditionTrue, metav1.ConditionTrue, conditionAddonsConfigured))
 	}
-	return false, nil
+	return nil
 }
 
-// join does what `clusteradm join` and accept do: the klusterlet agent,
-// bootstrapping from the hub; in addon mode also the agent's namespace on
-// the spoke, made beforehand so it outlives the unjoin (upstream's
-// createAgentNamespace).
-func (f *Fleet) join(ctx context.Context, s *spoke, kubeconfig []byte, c kubernetes.Interface) error {
-	if err := f.hub.StartAgent(ctx, s.Name, kubeconfig); err != nil {
+// join does what upstream's joinSpoke and `clusteradm join` and accept do:
+// only for a Hub that hubRef names and that is initialized, the klusterlet
+// agent, bootstrapping from the hub; in addon mode also the agent's
+// namespace on the spoke, made beforehand so it outlives the unjoin
+// (upstream's createAgentNamespace).
+func (f *Fleet) join(ctx context.Context, s *spoke, hub *unstructured.Unstructured, kubeconfig []byte) error {
+	if hub == nil {
+		return errors.New("hub not found")
+	}
+	if !conditionIs(hub, conditionHubInitialized, "True") {
+		return errors.New("hub does not have initialized condition")
+	}
+	c, err := reachSpoke(ctx, kubeconfig)
+	if err == nil {
+		err = f.hub.StartAgent(ctx, s.Name, kubeconfig)
+	}
+	if err != nil {
 		return fmt.Errorf("clusteradm join command failed for spoke %s: %w", s.Name, err)
 	}
 	if _, err := f.hub.Accept(ctx, s.Name); err != nil {
@@ -647,17 +775,13 @@ func (f *Fleet) purgeKubeconfigSecret(ctx context.Context, s *spoke) error {
 }
 
 // spokeWork is upstream's doSpokeWork run from the hub (unified mode,
-// hub-as-spoke): the pivot is trivially complete, and the klusterlet
-// upgrade check reaches the spoke, so a spoke whose API server stopped
-// turns Unhealthy at the next requeue.
-func (f *Fleet) spokeWork(ctx context.Context, s *spoke, st *status) error {
+// hub-as-spoke). Upstream's reads the in-cluster config, which on the hub
+// is the hub's own, and with the default bundle version checks no
+// klusterlet: it never reaches the spoke, so a spoke whose API server
+// stopped, or whose kubeconfig Secret went, stays Running.
+func spokeWork(st *status) {
 	st.set(cond(conditionPivotComplete, metav1.ConditionTrue, metav1.ConditionTrue, conditionPivotComplete))
-	if _, _, err := f.spokeKubeconfig(ctx, s); err != nil {
-		st.set(cond(conditionKlusterletSynced, metav1.ConditionFalse, metav1.ConditionTrue, "failed to check if spoke cluster needs upgrade: "+err.Error()))
-		return err
-	}
 	st.set(cond(conditionKlusterletSynced, metav1.ConditionTrue, metav1.ConditionTrue, conditionKlusterletSynced))
-	return nil
 }
 
 func (f *Fleet) managedCluster(ctx context.Context, name string) (*unstructured.Unstructured, error) {
@@ -788,8 +912,34 @@ func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...
 	f.writeStatus(ctx, s, st, phase)
 }
 
+// hubDefaults is upstream's setDefaults: a Spoke's timeout left at the
+// default (300) and a log verbosity left at 0 take the Hub's.
+func hubDefaults(s *spoke, hub *unstructured.Unstructured) map[string]any {
+	if hub == nil {
+		return nil
+	}
+	spec := map[string]any{}
+	if t, found, _ := unstructured.NestedInt64(hub.Object, "spec", "timeout"); found && s.Spec.Timeout == 300 && t != 300 {
+		spec["timeout"] = t
+	}
+	if v, _, _ := unstructured.NestedInt64(hub.Object, "spec", "logVerbosity"); s.Spec.LogVerbosity == 0 && v != 0 {
+		spec["logVerbosity"] = v
+	}
+	return spec
+}
+
 func (f *Fleet) setFinalizers(ctx context.Context, s *spoke, finalizers []string) {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": s.ResourceVersion, "finalizers": finalizers}})
+	f.patch(ctx, s, finalizers, nil)
+}
+
+// patch sets the Spoke's finalizers and the given spec fields, if the
+// Spoke is still as read.
+func (f *Fleet) patch(ctx context.Context, s *spoke, finalizers []string, spec map[string]any) {
+	p := map[string]any{"metadata": map[string]any{"resourceVersion": s.ResourceVersion, "finalizers": finalizers}}
+	if len(spec) > 0 {
+		p["spec"] = spec
+	}
+	patch, _ := json.Marshal(p)
 	if _, err := f.spokes().Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		f.fail(ctx, fmt.Errorf("setting the finalizers of Spoke %s: %w", s.Name, err))
 	}
