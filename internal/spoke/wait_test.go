@@ -1,6 +1,8 @@
 package spoke
 
 import (
+	"encoding/base64"
+	"os"
 	"testing"
 	"time"
 
@@ -46,6 +48,11 @@ func TestRemoveWaitTimesOutWithExitFour(t *testing.T) {
 		`{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
 	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("False"))
+	// The pivot never completed: the hub unjoins, with the stored kubeconfig.
+	kc, err := os.ReadFile(srv.Kubeconfig)
+	assert.NilError(t, err)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 200,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"mural-system"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString(kc)+`"}}`)
 	code, out, errOut := runSpoke(srv, "remove", "spoke-1", "--wait", "--timeout", "1s")
 	assert.Check(t, is.Equal(code, exitcode.TimedOut), "%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "failed to unjoin spoke cluster"), errOut)
