@@ -90,8 +90,13 @@ func PlanRoleAccess(role string, have RoleAccess) ([]WorkloadObject, error) {
 		return exitcode.RefusedErrorf("%s %s exists in the workload cluster and is not kubectl-park's (no label app.kubernetes.io/managed-by=%s); nothing was changed: delete it, or ask for another --role", kind, name, FieldManager)
 	}
 	plan := []WorkloadObject{{Action: ActionReuse, Kind: "Namespace", Name: KubeconfigNamespace}}
-	if have.Namespace == nil {
+	switch ns := have.Namespace; {
+	case ns == nil:
 		plan[0].Action = ActionCreate
+	// Whoever acts in a namespace spokekit did not make would reach the
+	// privileged ServiceAccount put there (spoke prepare's is spokekit's too).
+	case !ours(ns.Labels) && ns.Labels["app.kubernetes.io/managed-by"] != "kubectl-spoke":
+		return nil, notOurs("Namespace", KubeconfigNamespace)
 	}
 	sa := WorkloadObject{Action: ActionReuse, Kind: "ServiceAccount", Namespace: KubeconfigNamespace, Name: want.ServiceAccount.Name}
 	switch {

@@ -48,10 +48,16 @@ func TestPlanRoleAccess(t *testing.T) {
 	for _, o := range again {
 		assert.Check(t, is.Equal(o.Action, ActionReuse), o.Kind)
 	}
-	// A namespace of that name is used whoever made it.
-	mixed, err := PlanRoleAccess("view", RoleAccess{RoleExists: true, Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KubeconfigNamespace}}})
+	// A namespace of that name is used only when spokekit made it (park, or
+	// spoke prepare on a cluster that is also a spoke): whoever acts in
+	// someone else's would reach the privileged ServiceAccount put there.
+	spokes := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KubeconfigNamespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-spoke"}}}
+	mixed, err := PlanRoleAccess("view", RoleAccess{RoleExists: true, Namespace: spokes})
 	assert.NilError(t, err)
 	assert.Equal(t, mixed[0].Action, ActionReuse)
+	_, err = PlanRoleAccess("view", RoleAccess{RoleExists: true, Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KubeconfigNamespace}}})
+	assert.Check(t, exitcode.IsRefused(err))
+	assert.Check(t, is.ErrorContains(err, "Namespace spokekit-system exists in the workload cluster and is not kubectl-park's"))
 
 	theirs := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: KubeconfigNamespace, Name: "spokekit-park-view"}}
 	_, err = PlanRoleAccess("view", RoleAccess{RoleExists: true, ServiceAccount: theirs})
@@ -69,7 +75,7 @@ func TestPlanRoleAccess(t *testing.T) {
 }
 
 func TestKubeconfigTable(t *testing.T) {
-	plan, err := PlanRoleAccess("view", RoleAccess{RoleExists: true, Namespace: &corev1.Namespace{}})
+	plan, err := PlanRoleAccess("view", RoleAccess{RoleExists: true, Namespace: desiredRoleObjects("view").Namespace})
 	assert.NilError(t, err)
 	expires := metav1.NewTime(parkedAt.Add(8 * time.Hour))
 	role := KubeconfigReport{ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", "dynamo-prod", "app"), DryRun: "client",
