@@ -93,7 +93,8 @@ func (r *Release) spokes() ([]any, error) {
 
 // Values is the release's values in the shape of a values file the spokes
 // commands edit: fleetConfig.spokes as the release renders it, and
-// fleetConfig.spokeFeatureGates when the values set it.
+// fleetConfig.spokeFeatureGates and spokeAnnotations, which the chart
+// renders into every Spoke, when the values set them.
 func (r *Release) Values() ([]byte, error) {
 	l, err := r.spokes()
 	if err != nil {
@@ -102,8 +103,10 @@ func (r *Release) Values() ([]byte, error) {
 	fc := map[string]any{"spokes": l}
 	merged, err := chartutil.CoalesceValues(r.record.Chart, r.record.Config)
 	if err == nil {
-		if g := lookup(merged.AsMap(), []string{"fleetConfig", "spokeFeatureGates"}); g != nil {
-			fc["spokeFeatureGates"] = g
+		for _, k := range []string{"spokeFeatureGates", "spokeAnnotations"} {
+			if v := lookup(merged.AsMap(), []string{"fleetConfig", k}); v != nil {
+				fc[k] = v
+			}
 		}
 	}
 	return yaml.Marshal(map[string]any{"fleetConfig": fc})

@@ -21,6 +21,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -54,7 +55,9 @@ type AddReport struct {
 	// Spoke and Secret are what add writes (the secret's data redacted).
 	Spoke  *fleetconfig.Spoke `json:"spoke,omitempty"`
 	Secret *corev1.Secret     `json:"secret,omitempty"`
-	Next   string             `json:"next,omitempty"`
+	// Release is the upgrade of the hub's Helm release (--release).
+	Release *releaseUpgrade `json:"release,omitempty"`
+	Next    string          `json:"next,omitempty"`
 }
 
 // Step is one thing a command did, or would do.
@@ -130,6 +133,9 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			# Store the kubeconfig and add the values entry; helm upgrade does the rest
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --values values.yaml
 
+			# The seed's path: upgrade the hub's release with the new entry, and wait for the join
+			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --release mural --wait
+
 			# Flux: edit the HelmRelease manifest, and join right away
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --helmrelease clusters/hub/mural.yaml --apply --wait`),
 		Args:              cli.ExactArgs(1, "NAME"),
@@ -141,8 +147,8 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry, hubRef and the klusterlet's settings from (of hub-as-spoke only ociRegistry and hubRef); default the first that is not hub-as-spoke.")
 	fl.StringVar(&o.OCIRegistry, "oci-registry", "", "The new entry's ociRegistry, as a YAML mapping (e.g. '{endpoint: oci://registry.example.com/mural}'), instead of the copied one.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
-	fl.BoolVar(&o.Apply, "apply", false, "Also create the Spoke on the hub now, as the chart would render it.")
-	fl.BoolVar(&o.Wait, "wait", false, "With --apply: wait until the spoke has joined and is available.")
+	fl.BoolVar(&o.Apply, "apply", false, "For a hub without a Helm-managed release: also create the Spoke now, as the chart would render it (with Helm's ownership marks only when the release's chart renders Spokes itself).")
+	fl.BoolVar(&o.Wait, "wait", false, "With --release or --apply: wait until the spoke has joined and is available.")
 	fl.BoolVar(&o.Overwrite, "overwrite", false, "Replace an existing NAME-kubeconfig secret that reaches a different cluster.")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0: no limit).")
 	fl.BoolVar(&o.Cleanup.PurgeKlusterletOperator, "purge-klusterlet-operator", o.Cleanup.PurgeKlusterletOperator, "cleanupConfig: on removal, remove the Klusterlet operator and the OCM namespaces from the spoke.")
@@ -158,8 +164,11 @@ func (o *AddOptions) Validate() error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if o.CopyFrom != "" && o.ValuesFile == "" && o.ReleaseFile == "" {
-		return exitcode.UsageErrorf("--copy-from needs --values or --helmrelease")
+	if o.CopyFrom != "" && o.ValuesFile == "" && o.ReleaseFile == "" && o.Release == "" {
+		return exitcode.UsageErrorf("--copy-from needs --values, --helmrelease or --release")
+	}
+	if o.Apply && o.Release != "" {
+		return exitcode.UsageErrorf("--release upgrades the hub's release, whose job applies the Spoke; --apply is for a hub without a Helm-managed release: give one of them")
 	}
 	if err := o.parseOCIRegistry(); err != nil {
 		return err
@@ -167,8 +176,8 @@ func (o *AddOptions) Validate() error {
 	if o.Name == fleetconfig.HubAsSpokeName {
 		return exitcode.RefusedErrorf("%s is the name FleetConfig gives the hub's own cluster (registered in-cluster, without a kubeconfig); nothing was changed: pick another name", o.Name)
 	}
-	if o.Wait && !o.Apply {
-		return exitcode.UsageErrorf("--wait needs --apply; without it the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
+	if o.Wait && !o.Apply && o.Release == "" {
+		return exitcode.UsageErrorf("--wait needs --release or --apply; without them the Spoke appears with the next helm upgrade (then run kubectl spoke status %s)", o.Name)
 	}
 	if err := cli.ValidateTimeout(o.Timeout); err != nil {
 		return err
@@ -185,8 +194,8 @@ func (o *AddOptions) parseOCIRegistry() error {
 	if o.OCIRegistry == "" {
 		return nil
 	}
-	if o.ValuesFile == "" && o.ReleaseFile == "" {
-		return exitcode.UsageErrorf("--oci-registry needs --values or --helmrelease: it goes into the new entry")
+	if o.ValuesFile == "" && o.ReleaseFile == "" && o.Release == "" {
+		return exitcode.UsageErrorf("--oci-registry needs --values, --helmrelease or --release: it goes into the new entry")
 	}
 	if err := yaml.Unmarshal([]byte(o.OCIRegistry), &o.ociRegistry); err != nil || len(o.ociRegistry) == 0 {
 		return exitcode.UsageErrorf("--oci-registry is the entry's ociRegistry as a YAML mapping, e.g. '{endpoint: oci://registry.example.com/mural}'")
@@ -248,6 +257,12 @@ type addFacts struct {
 	// ClusterUID is the UID of the kube-system namespace of the cluster
 	// the kubeconfig reaches.
 	ClusterUID string
+	// Release is the --release release as read (nil: none given).
+	Release       *helmrelease.Release
+	releaseClient *helmrelease.Client
+	// HelmOwned is whether the hub's release renders Spokes itself, so
+	// that Helm owns one --apply creates.
+	HelmOwned bool
 }
 
 // secretHolds is what an existing secret with another kubeconfig holds.
@@ -276,6 +291,8 @@ type addPlan struct {
 	Record       Record        `json:"-"`
 	RecordPatch  []api.PatchOp `json:"recordPatch,omitempty"`
 	RecordAction recordAction  `json:"recordAction"`
+	// Release is the upgrade of --release (nil: none given).
+	Release *releaseUpgrade `json:"release,omitempty"`
 }
 
 // recordAction is how add records what it wrote on the Spoke.
@@ -312,15 +329,13 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		p.SecretAction = secretUpdate
 	}
 	var entry map[string]any
+	spec := values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
+		HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry}
 	if f.File != nil {
 		kind := f.File.Kind
-		edited, changed, err := values.Add(f.File.Data, kind, values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
-			HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry})
-		if errors.Is(err, values.ErrNoOCIRegistry) {
-			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed: give it with --oci-registry '{...}', or --copy-from an entry that has one", f.File.Path, err)
-		}
+		edited, changed, err := values.Add(f.File.Data, kind, spec)
 		if err != nil {
-			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
+			return nil, addRefusal(f.File.Path, err)
 		}
 		p.File, p.ListPath, p.Values = f.File, kind.ListPath(), entryPresent
 		if changed {
@@ -330,10 +345,28 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
 		}
 	}
-	chart, err := chartSettings(f.File, o.Cleanup, f.Mode)
+	settingsFrom := f.File
+	if f.Release != nil {
+		var err error
+		where := "Helm release " + f.Release.Name
+		p.Release, err = planReleaseUpgrade(f.releaseClient, f.Release, func(doc []byte, kind values.Kind) ([]byte, bool, error) {
+			return values.Add(doc, kind, spec)
+		})
+		if err != nil {
+			return nil, addRefusal(where, err)
+		}
+		if f.File == nil {
+			if entry, err = values.EntryValues(p.Release.Edited, values.HelmValues, o.Name); err != nil {
+				return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", where, err)
+			}
+			settingsFrom = &values.File{Path: where, Kind: values.HelmValues, Data: p.Release.Edited}
+		}
+	}
+	chart, err := chartSettings(settingsFrom, o.Cleanup, f.Mode)
 	if err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
+	chart.HelmOwned = f.HelmOwned
 	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, chart); err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
@@ -378,6 +411,17 @@ func chartSettings(f *values.File, cleanup fleetconfig.CleanupConfig, mode fleet
 	return c, nil
 }
 
+// addRefusal is the refusal of an entry values.Add could not make in where.
+func addRefusal(where string, err error) error {
+	if errors.Is(err, values.ErrNoOCIRegistry) {
+		return exitcode.RefusedErrorf("%s: %w; nothing was changed: give it with --oci-registry '{...}', or --copy-from an entry that has one", where, err)
+	}
+	if exitcode.IsRefused(err) {
+		return err
+	}
+	return exitcode.RefusedErrorf("%s: %w; nothing was changed", where, err)
+}
+
 // spokeFeatureGates is klusterlet.featureGates as the chart renders it from
 // the file's spokeFeatureGates, or from the chart's default (no file, or
 // none set in it).
@@ -417,7 +461,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	if err := hub.preflight(ctx, o.DryRun, &secretGrantFor{Spoke: o.Name}, plan.access(o.Wait, hub)); err != nil {
 		return err
 	}
-	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.Credential}
+	report := &AddReport{ReportMeta: api.NewNamespacedReportMeta("SpokeAdd", hub.Namespace, o.Name), Credential: plan.Credential, Release: plan.Release}
 	report.DryRun = cli.DryRunName(o.DryRun)
 	p := cli.NewProgress(o.ErrOut)
 	if err := o.apply(ctx, plan, p); err != nil {
@@ -431,10 +475,10 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		// kubeconfig, in the clear) is not shown.
 		report.Secret = secretWrite{Namespace: plan.Secret.Namespace, Name: plan.Secret.Name, Key: plan.Secret.Key, Data: facts.Redacted}.object()
 	}
-	if o.Apply && o.Wait && o.DryRun == cli.DryRunNone {
+	if o.Wait && o.DryRun == cli.DryRunNone {
 		if err := hub.WaitJoined(ctx, o.Name, cli.NewDeadline(o.Timeout), p); err != nil {
 			_ = o.print(report)
-			return fmt.Errorf("%w; the secret, values entry and Spoke are in place: run `kubectl spoke status %s` to see why, or the same add again to keep waiting", err, o.Name)
+			return fmt.Errorf("%w; the secret, values entry and Spoke (or the release's revision that applies it) are in place: run `kubectl spoke status %s` to see why, or the same add again to keep waiting", err, o.Name)
 		}
 		report.Steps = append(report.Steps, Step{"join", "joined and available"})
 	}
@@ -448,6 +492,7 @@ func (o *AddOptions) print(r *AddReport) error {
 	if err := o.Output.Print(o.Out, r, func() cli.Table { return stepsTable(r.Steps) }); err != nil {
 		return err
 	}
+	r.Release.printDiff(o.Output, o.Out, o.DryRun)
 	if o.Output.IsTable() && r.Next != "" {
 		fmt.Fprintln(o.ErrOut, "Next: "+r.Next)
 	}
@@ -461,6 +506,10 @@ func (o *AddOptions) next(hub *fleetconfig.Hub) string {
 	file, _ := o.file()
 	release := hub.Annotations[fleetconfig.HelmReleaseNameAnnotation]
 	switch {
+	case o.Release != "" && o.Wait:
+		return ""
+	case o.Release != "":
+		return "the release's job applies the Spoke after the upgrade: kubectl spoke status " + o.Name
 	case o.ReleaseFile != "" && o.Apply:
 		return "apply " + o.ReleaseFile + " to the hub (or commit it where Flux reads it), so the release keeps the spoke's entry"
 	case o.ReleaseFile != "":
@@ -486,6 +535,14 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	}
 	if f.Mode, err = o.hub.FleetMode(ctx); err != nil {
 		return nil, err
+	}
+	if f.releaseClient, f.Release, err = o.readRelease(o.hub.Namespace); err != nil {
+		return nil, err
+	}
+	if o.Apply {
+		if f.HelmOwned, err = o.hub.helmOwnsSpokes(ctx, f.Hub); err != nil {
+			return nil, err
+		}
 	}
 	id, err := kc.Reach(ctx)
 	if err != nil {
@@ -644,6 +701,10 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 	if err := plan.write(o.DryRun); err != nil {
 		return fmt.Errorf("%w; the secret %s is in place: fix that and run the same command again", err, plan.Secret.Name)
 	}
+	// After the secret: the job the upgrade runs applies a Spoke that names it.
+	if err := plan.Release.apply(ctx, o.DryRun, o.Timeout, p); err != nil {
+		return fmt.Errorf("%w; the secret %s and the values file are in place: run the same command again", err, plan.Secret.Name)
+	}
 	if plan.SpokeAction == spokeCreate && o.DryRun != cli.DryRunClient {
 		p.Update("creating Spoke %s", o.Name)
 		if err := o.hub.createSpoke(ctx, plan.Spoke, o.DryRun); err != nil {
@@ -676,6 +737,9 @@ func (p *addPlan) steps(ns, name string, dryRun cli.DryRun) []Step {
 		out = append(out, Step{"values " + p.File.Path, "would add the entry to " + p.ListPath})
 	case p.Values == entryAdd:
 		out = append(out, Step{"values " + p.File.Path, "entry added to " + p.ListPath})
+	}
+	if p.Release != nil {
+		out = append(out, p.Release.step(ns, dryRun))
 	}
 	switch p.SpokeAction {
 	case spokeCreate:

@@ -130,8 +130,9 @@ func TestPlanAdd(t *testing.T) {
 		opts  AddOptions
 		facts addFacts
 	}{
-		{"new, values file, apply", AddOptions{Apply: true}, addFacts{File: file(planValues)}},
-		{"again: all in place", AddOptions{Apply: true}, addFacts{Secret: secret("new"), File: file(withSpoke), Spoke: &existing}},
+		{"new, values file, apply", AddOptions{Apply: true}, addFacts{File: file(planValues), HelmOwned: true}},
+		{"new, values file, apply, the release's job applies the Spokes: no Helm marks", AddOptions{Apply: true}, addFacts{File: file(planValues)}},
+		{"again: all in place", AddOptions{Apply: true}, addFacts{Secret: secret("new"), File: file(withSpoke), Spoke: &existing, HelmOwned: true}},
 		{"new credentials of the same cluster, no file", AddOptions{}, addFacts{Secret: secret("old")}},
 		{"overwrite a secret of another cluster", AddOptions{Overwrite: true}, addFacts{Secret: secret("old"), SecretHolds: secretHolds{OtherCluster: "kube-system namespace UID"}}},
 	}

@@ -1,6 +1,7 @@
 package spoke
 
 import (
+	"context"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,30 @@ func helmOwnership(s *fleetconfig.Spoke, hub *fleetconfig.Hub) {
 		fleetconfig.HelmReleaseNamespaceAnnotation: hub.Namespace,
 		fleetconfig.HelmResourcePolicyAnnotation:   "keep",
 	}
+}
+
+// helmOwnsSpokes tells whether the Helm release the Hub names renders
+// Spokes itself, as upstream's chart does, so that Helm owns one add --apply
+// creates. Helm marks every object it renders: a Spoke of the namespace
+// with the release's marks shows it. Under the seed's job model a job the
+// upgrade runs applies the Spokes, none carries them, and Helm neither
+// adopts nor deletes one. (Reading the release record instead would need
+// the Secrets of the namespace, where the spokes' kubeconfigs are.)
+func (h *HubClient) helmOwnsSpokes(ctx context.Context, hub *fleetconfig.Hub) (bool, error) {
+	release := hub.Annotations[fleetconfig.HelmReleaseNameAnnotation]
+	if release == "" {
+		return false, nil
+	}
+	spokes, err := h.Spokes(ctx, hub.Namespace, "")
+	if err != nil {
+		return false, exitcode.RefusedErrorf("telling whether Helm release %s renders Spokes itself (so owns the one --apply creates): %w; nothing was changed", release, err)
+	}
+	for i := range spokes {
+		if spokes[i].Annotations[fleetconfig.HelmReleaseNameAnnotation] == release {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // helmUpgrade is the command that applies a values file to the release.

@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -105,6 +106,9 @@ type removalInput struct {
 	Spoke *fleetconfig.Spoke
 	// File is nil when no file was given.
 	File *values.File
+	// Release is the --release release as read (nil: none given).
+	Release       *helmrelease.Release
+	releaseClient *helmrelease.Client
 	// Force is force-remove: the Spoke is annotated for force-delete first,
 	// and what may be left on the cluster is listed.
 	Force bool
@@ -133,6 +137,8 @@ type removalPlan struct {
 	ValuesPath string   `json:"valuesPath,omitempty"`
 	// Release is the Helm release named on the Spoke ("" when none).
 	Release string `json:"release,omitempty"`
+	// Upgrade is the upgrade of --release that drops the entry.
+	Upgrade *releaseUpgrade `json:"upgrade,omitempty"`
 }
 
 // planRemoval decides every write of a removal from what was read; it reads
@@ -168,8 +174,19 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 			p.Edited, p.Values = edited, entryRemovalRemove
 		}
 	}
+	if in.Release != nil {
+		var err error
+		p.Upgrade, err = planReleaseUpgrade(in.releaseClient, in.Release, func(doc []byte, kind values.Kind) ([]byte, bool, error) {
+			return values.Remove(doc, kind, in.Name)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	p.Release = helmRelease(s)
 	switch release := p.Release; {
+	case p.Upgrade != nil:
+		// The release's values are the ones that matter, and lose the entry.
 	case p.Values == entryRemovalNoFile:
 		p.Warning = helmWarning(in.Name, release, in.Namespace)
 	case p.Values == entryRemovalNoEntry && release != "":
@@ -308,6 +325,9 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 		}
 		out = append(out, Step{"values " + p.ValuesPath, result})
 	}
+	if p.Upgrade != nil {
+		out = append(out, p.Upgrade.step(p.Namespace, dryRun))
+	}
 	return out
 }
 
@@ -321,6 +341,8 @@ func (p *removalPlan) next(dryRun cli.DryRun) string {
 		return ""
 	case dryRun != cli.DryRunNone:
 		return "run again without --dry-run to make these changes"
+	case p.Upgrade != nil:
+		return "commit " + p.ValuesPath + ", so that the file in git matches the release"
 	case p.File.Kind == values.HelmRelease:
 		return "apply " + p.ValuesPath + " to the hub (or commit it where Flux reads it), so that Flux upgrades the release without the entry; until then the next upgrade registers the spoke again"
 	}
@@ -363,13 +385,17 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err != nil {
 		return err
 	}
+	rc, rel, err := o.readRelease(hub.Namespace)
+	if err != nil {
+		return err
+	}
 	var evidence []string
 	if s != nil {
 		if evidence, err = how.Check(ctx, hub, s); err != nil {
 			return err
 		}
 	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Force: how.Force, Wait: how.Wait})
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, Force: how.Force, Wait: how.Wait})
 	if err != nil {
 		return err
 	}
@@ -404,10 +430,15 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err := hub.applyRemoval(ctx, plan, o.DryRun); err != nil {
 		return err
 	}
+	// After the delete, as the seed orders it: the job the upgrade runs
+	// applies only the entries left.
+	if err := plan.Upgrade.apply(ctx, o.DryRun, o.Timeout, cli.NewProgress(o.ErrOut)); err != nil {
+		return fmt.Errorf("%w; the Spoke is deleted, but the release still lists it: run the same command again, or its next upgrade registers the spoke again", err)
+	}
 	// What may stay on the cluster is said before the wait, so a dry run
 	// and a wait that runs out say it too.
 	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun),
-		Leftovers: plan.Leftovers, Next: plan.next(o.DryRun)}
+		Leftovers: plan.Leftovers, Next: plan.next(o.DryRun), Release: plan.Upgrade}
 	r.Warnings = warnings
 	if plan.Warning != "" {
 		r.Warnings = append(r.Warnings, plan.Warning)
@@ -435,6 +466,7 @@ func (o *removalOptions) print(r *RemoveReport) error {
 	if err := o.Output.Print(o.Out, r, r.table); err != nil {
 		return err
 	}
+	r.Release.printDiff(o.Output, o.Out, o.DryRun)
 	if o.Output.IsTable() && r.Next != "" {
 		fmt.Fprintln(o.ErrOut, "Next: "+r.Next)
 	}

@@ -34,6 +34,8 @@ type RemoveReport struct {
 	Leftovers []string `json:"leftovers,omitempty"`
 	// Next is the step left to the user.
 	Next string `json:"next,omitempty"`
+	// Release is the upgrade of the hub's Helm release (--release).
+	Release *releaseUpgrade `json:"release,omitempty"`
 }
 
 func (r *RemoveReport) table() cli.Table {
@@ -85,6 +87,9 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			namespace are gone (at most --timeout). A spoke already gone is not
 			an error: running it again finishes the job.`),
 		Example: templates.Examples(`
+			# The seed's path: delete the Spoke, upgrade the hub's release without its entry, wait until it is gone
+			kubectl spoke remove spoke-2 --release mural --wait
+
 			# Remove spoke-2 and its values entry, and wait until it is gone
 			kubectl spoke remove spoke-2 --values values.yaml --wait
 

@@ -28,6 +28,11 @@ type ChartSettings struct {
 	// Annotations are the values' spokeAnnotations, which the chart merges
 	// into every Spoke's klusterlet.annotations.
 	Annotations map[string]any
+	// HelmOwned is whether the hub's release renders Spokes itself (as
+	// upstream's chart does), so that a Spoke rendered from an entry
+	// carries Helm's ownership marks. Under the job model, where a job the
+	// upgrade runs applies the Spokes, Helm owns none.
+	HelmOwned bool
 }
 
 // RenderSpoke is the Spoke the chart renders for a spokes entry (entry may
@@ -70,7 +75,7 @@ func RenderSpoke(name string, hub *fleetconfig.Hub, secret string, entry map[str
 		for _, a := range agentAddOns(chart.Mode) {
 			s.Spec.AddOns = append(s.Spec.AddOns, fleetconfig.AddOn{ConfigName: a})
 		}
-	} else {
+	} else if chart.HelmOwned {
 		helmOwnership(s, hub)
 	}
 	if err := checkAddOns(s, chart.Mode); err != nil {

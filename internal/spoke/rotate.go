@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -46,6 +47,8 @@ type RotateReport struct {
 	// Values is what happened to the entry in --values or --helmrelease.
 	Values   string   `json:"values,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Release is the upgrade of the hub's Helm release (--release).
+	Release *releaseUpgrade `json:"release,omitempty"`
 }
 
 func (r *RotateReport) table() cli.Table {
@@ -117,8 +120,8 @@ func (o *RotateOptions) Validate() error {
 			return err
 		}
 	}
-	if (o.ValuesFile != "" || o.ReleaseFile != "") && o.Secret == "" {
-		return exitcode.UsageErrorf("--values and --helmrelease go with --secret: a rotation in place keeps the secret the entry names")
+	if (o.ValuesFile != "" || o.ReleaseFile != "" || o.Release != "") && o.Secret == "" {
+		return exitcode.UsageErrorf("--values, --helmrelease and --release go with --secret: a rotation in place keeps the secret the entry names")
 	}
 	// The local files last: a usage error is reported before a file's.
 	if err := o.Kubeconfig.read(time.Now()); err != nil {
@@ -140,6 +143,9 @@ type rotateFacts struct {
 	// Credential and ClusterUID are the new kubeconfig's, for the record.
 	Credential kubeconfig.Credential
 	ClusterUID string
+	// Release is the --release release as read (nil: none given).
+	Release       *helmrelease.Release
+	releaseClient *helmrelease.Client
 }
 
 // repointAction is what rotate-kubeconfig does to the values entry.
@@ -165,6 +171,8 @@ type rotatePlan struct {
 	fileEdit    `json:"-"`
 	ListPath    string `json:"listPath,omitempty"`
 	Warning     string `json:"warning,omitempty"`
+	// Release is the upgrade of --release that re-points the entry.
+	Release *releaseUpgrade `json:"release,omitempty"`
 }
 
 // planRotate decides every write from the facts; it reads and writes nothing.
@@ -184,7 +192,7 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		p.SecretName = o.Secret
 		rec.Secret = o.Secret
 		p.Patch, p.RecordPatch = repointPatch(f.Spoke, o.Secret, rec), nil
-		if release := HelmRelease(f.Spoke); release != "" && f.File == nil {
+		if release := HelmRelease(f.Spoke); release != "" && f.File == nil && f.Release == nil {
 			p.Warning = helmRepointWarning(o.Name, release, ref.Name, o.Secret)
 		}
 	}
@@ -199,6 +207,18 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		p.File, p.ListPath, p.Values = file, file.Kind.ListPath(), repointPresent
 		if changed {
 			p.Edited, p.Values = edited, repointEntry
+		}
+	}
+	if f.Release != nil {
+		var err error
+		p.Release, err = planReleaseUpgrade(f.releaseClient, f.Release, func(doc []byte, kind values.Kind) ([]byte, bool, error) {
+			return values.SetSecret(doc, kind, o.Name, o.Secret)
+		})
+		if errors.Is(err, values.ErrNoEntry) {
+			return nil, exitcode.RefusedErrorf("Helm release %s has %w; nothing was changed: name the release that renders the spoke, or leave --release out", f.Release.Name, err)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return p, nil
@@ -245,6 +265,9 @@ func (p *rotatePlan) fill(r *RotateReport, dryRun cli.DryRun) {
 	if p.Warning != "" {
 		r.Warnings = append(r.Warnings, p.Warning)
 	}
+	if r.Release = p.Release; p.Release != nil && r.Values == "" {
+		r.Values = p.Release.step(r.Metadata.Namespace, dryRun).Result
+	}
 }
 
 // Run checks the new kubeconfig against the old one, then writes.
@@ -276,7 +299,11 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if plan.Warning != "" {
 		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
-	return o.Output.Print(o.Out, r, r.table)
+	if err := o.Output.Print(o.Out, r, r.table); err != nil {
+		return err
+	}
+	plan.Release.printDiff(o.Output, o.Out, o.DryRun)
+	return nil
 }
 
 // read runs every check that asks a cluster or the file system and gathers
@@ -326,6 +353,9 @@ func (o *RotateOptions) read(ctx context.Context, hub *HubClient) (*rotateFacts,
 		return nil, nil, err
 	}
 	f.File = o.values
+	if f.releaseClient, f.Release, err = o.readRelease(hub.Namespace); err != nil {
+		return nil, nil, err
+	}
 	r := &RotateReport{
 		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
 		DryRun:     cli.DryRunName(o.DryRun), Secret: ref.Name, SecretUID: string(sec.UID), SameClusterBy: by,
@@ -384,6 +414,9 @@ func (o *RotateOptions) apply(ctx context.Context, hub *HubClient, p *rotatePlan
 	}
 	if err := p.write(o.DryRun); err != nil {
 		return fmt.Errorf("%w; the secret %s was written and the Spoke uses it: run this again, or point the entry at it by hand", err, p.SecretName)
+	}
+	if err := p.Release.apply(ctx, o.DryRun, 0, cli.NewProgress(o.ErrOut)); err != nil {
+		return fmt.Errorf("%w; the secret %s was written and the Spoke uses it, but the release's entry still names the old one: run this again", err, p.SecretName)
 	}
 	return nil
 }

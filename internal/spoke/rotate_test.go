@@ -173,7 +173,7 @@ func rotateValuesFile(t *testing.T, data string) string {
 
 func TestRotateWithValues(t *testing.T) {
 	t.Run("--values without --secret is a usage error", func(t *testing.T) {
-		clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "--values and --helmrelease go with --secret",
+		clitest.AssertExitBeforeAnyRequest(t, NewCmdSpoke, exitcode.Usage, "and --release go with --secret",
 			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--values", "v.yaml"},
 			[]string{"rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "x", "--helmrelease", "v.yaml"})
 	})

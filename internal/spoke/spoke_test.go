@@ -168,7 +168,7 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 		"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "forceClusterDrain": true},
 		"klusterlet":    map[string]any{"mode": "Default", "forceInternalEndpointLookup": true, "values": map[string]any{}},
 	}
-	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, ChartSettings{Mode: modeUnified})
+	s, err := RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, ChartSettings{Mode: modeUnified, HelmOwned: true})
 	assert.NilError(t, err)
 	assert.Equal(t, s.Spec.HubRef, fleetconfig.HubRef{Name: "hub", Namespace: "mural-system"})
 	assert.Equal(t, s.Spec.Kubeconfig.SecretReference.Name, "spoke-2-kubeconfig")
@@ -177,9 +177,15 @@ func TestRenderSpokeAsTheChart(t *testing.T) {
 	assert.Check(t, s.Spec.Klusterlet.Values == nil)
 	assert.Equal(t, HelmRelease(s), "mural")
 
-	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, ChartSettings{Mode: modeUnified})
+	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", nil, ChartSettings{Mode: modeUnified, HelmOwned: true})
 	assert.NilError(t, err)
 	assert.Equal(t, HelmRelease(s), "", "not in any values: not Helm's")
+
+	// Under the seed's job model the release's job applies the Spokes, and
+	// Helm owns none: no marks, which would have the next upgrade adopt it.
+	s, err = RenderSpoke("spoke-2", hub, "spoke-2-kubeconfig", entry, ChartSettings{Mode: modeUnified})
+	assert.NilError(t, err)
+	assert.Equal(t, HelmRelease(s), "", "a release whose job applies the Spokes does not own them")
 }
 
 // Without a values entry the Spoke takes the cleanupConfig add was given,

@@ -17,8 +17,11 @@ type writeTarget struct {
 	// manifest; at most one is given.
 	ValuesFile  string
 	ReleaseFile string
-	DryRun      cli.DryRun
-	Output      *cli.Output
+	// Release is the hub's Helm release the command upgrades, with only
+	// fleetConfig.spokes changed (the seed's own path).
+	Release string
+	DryRun  cli.DryRun
+	Output  *cli.Output
 
 	f *cli.Factory
 	// values is the file as readFile read it (nil: none given).
@@ -34,6 +37,7 @@ func newWriteTarget(f *cli.Factory) writeTarget {
 func (t *writeTarget) addFlags(cmd *cobra.Command, valuesUsage, releaseUsage string) {
 	cmd.Flags().StringVar(&t.ValuesFile, "values", "", valuesUsage)
 	cmd.Flags().StringVar(&t.ReleaseFile, "helmrelease", "", releaseUsage)
+	cmd.Flags().StringVar(&t.Release, "release", "", "The hub's Helm release to upgrade with only fleetConfig.spokes changed (the chart and every other value as the release has them); --values, if given, is edited too.")
 	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
 	cli.AddDryRunFlag(cmd)
@@ -59,6 +63,9 @@ func (t *writeTarget) validate() error {
 	}
 	if t.ValuesFile != "" && t.ReleaseFile != "" {
 		return exitcode.UsageErrorf("--values and --helmrelease are two ways to name the file of the spoke's entry: give one")
+	}
+	if t.Release != "" && t.ReleaseFile != "" {
+		return exitcode.UsageErrorf("--release upgrades a release with Helm, --helmrelease edits the manifest Flux upgrades it from: a Flux-managed release takes only the second")
 	}
 	return t.Output.Validate()
 }

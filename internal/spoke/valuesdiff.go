@@ -12,6 +12,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -21,7 +22,9 @@ type ValuesDiffOptions struct {
 	// manifest; exactly one is given.
 	ValuesFile  string
 	ReleaseFile string
-	Output      *cli.Output
+	// Release is the hub's Helm release whose values to compare instead.
+	Release string
+	Output  *cli.Output
 
 	f    *cli.Factory
 	file *values.File
@@ -32,7 +35,7 @@ type ValuesDiffOptions struct {
 func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ValuesDiffOptions{Output: cli.NewOutput(), f: f, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "values-diff --values FILE | --helmrelease FILE",
+		Use:   "values-diff --values FILE | --helmrelease FILE | --release NAME",
 		Short: "Compare the spokes of a values file with the Spokes on the hub",
 		Long: templates.LongDesc(`
 			Compare fleetConfig.spokes in a Helm values file (or
@@ -69,6 +72,9 @@ func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 			# Is the fleet what the values say?
 			kubectl spoke values-diff --values values.yaml
 
+			# The values the hub's Helm release runs now
+			kubectl spoke values-diff --release mural
+
 			# The same for a Flux-managed release, as JSON
 			kubectl spoke values-diff --helmrelease clusters/hub/mural.yaml -o json
 
@@ -79,6 +85,7 @@ func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 	}
 	cmd.Flags().StringVar(&o.ValuesFile, "values", "", "Helm values file whose fleetConfig.spokes to compare.")
 	cmd.Flags().StringVar(&o.ReleaseFile, "helmrelease", "", "Flux HelmRelease manifest whose spec.values.fleetConfig.spokes to compare.")
+	cmd.Flags().StringVar(&o.Release, "release", "", "The hub's Helm release whose fleetConfig.spokes to compare (the latest revision's values, or the chart's default spokes when they set none).")
 	_ = cmd.MarkFlagFilename("values", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("helmrelease", "yaml", "yml")
 	o.Output.AddFlags(cmd)
@@ -97,8 +104,17 @@ func (o *ValuesDiffOptions) Validate() error {
 	if err := o.f.ValidateNamespace(); err != nil {
 		return err
 	}
-	if (o.ValuesFile == "") == (o.ReleaseFile == "") {
-		return exitcode.UsageErrorf("give the file to compare: --values FILE or --helmrelease FILE (one of them)")
+	given := 0
+	for _, v := range []string{o.ValuesFile, o.ReleaseFile, o.Release} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return exitcode.UsageErrorf("give what to compare: --values FILE, --helmrelease FILE or --release NAME (one of them)")
+	}
+	if o.Release != "" {
+		return nil
 	}
 	path, kind := o.ValuesFile, values.HelmValues
 	if o.ReleaseFile != "" {
@@ -115,13 +131,18 @@ func (o *ValuesDiffOptions) Validate() error {
 // Run reads the entries and the Spokes, prints the differences and exits
 // 1 when there are any.
 func (o *ValuesDiffOptions) Run(ctx context.Context) error {
-	entries, err := values.Entries(o.file.Data, o.file.Kind)
-	if err != nil {
-		return cannotCompare(fmt.Errorf("%s: %w", o.file.Path, err))
-	}
 	hub, err := NewHubClient(ctx, o.f)
 	if err != nil {
 		return cannotCompare(err)
+	}
+	if o.Release != "" {
+		if o.file, err = releaseValues(o.f, hub.Namespace, o.Release); err != nil {
+			return cannotCompare(err)
+		}
+	}
+	entries, err := values.Entries(o.file.Data, o.file.Kind)
+	if err != nil {
+		return cannotCompare(fmt.Errorf("%s: %w", o.file.Path, err))
 	}
 	spokes, err := listAll[LiveSpoke](ctx, hub, fleetconfig.SpokeResource, hub.Namespace, "")
 	if err != nil {
@@ -130,6 +151,9 @@ func (o *ValuesDiffOptions) Run(ctx context.Context) error {
 	r := DiffValues(ValuesDiffInput{Path: o.file.Path, Kind: o.file.Kind, Namespace: hub.Namespace, Entries: entries, Spokes: spokes})
 	if len(r.Items) > 0 {
 		r.Next = nextStep(o.file, hub.Namespace, spokes)
+		if o.Release != "" {
+			r.Next = fmt.Sprintf("kubectl spoke add NAME --release %s, or kubectl spoke remove NAME --release %s, for each spoke that differs", o.Release, o.Release)
+		}
 	}
 	if len(r.Items) > 0 || !o.Output.IsTable() {
 		if err := o.Output.Print(o.Out, r, r.table); err != nil {
@@ -147,6 +171,24 @@ func (o *ValuesDiffOptions) Run(ctx context.Context) error {
 		}
 	}
 	return r.differ()
+}
+
+// releaseValues is the spokes section of the latest revision of a Helm
+// release, as a values file to compare.
+func releaseValues(getter *cli.Factory, namespace, name string) (*values.File, error) {
+	c, err := helmrelease.Open(getter, namespace)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Read(name)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := r.Values()
+	if err != nil {
+		return nil, err
+	}
+	return &values.File{Path: fmt.Sprintf("Helm release %s/%s revision %d", namespace, name, r.Revision), Kind: values.HelmValues, Data: doc}, nil
 }
 
 // nextStep is the command that renders the file's entries: helm upgrade
