@@ -84,7 +84,8 @@ func TestRenderSpokeRendersWhatTheChartRenders(t *testing.T) {
 	for _, name := range []string{"spoke-2", "spoke-3"} {
 		o := AddOptions{Apply: true, Cleanup: fleetconfig.ChartCleanupDefaults}
 		o.Name = name
-		p, err := planAdd(&o, addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"), File: file})
+		// A release whose chart renders Spokes itself, as upstream's does.
+		p, err := planAdd(&o, addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"), File: file, HelmOwned: true})
 		assert.NilError(t, err)
 		data, err := yaml.Marshal(p.Spoke)
 		assert.NilError(t, err)
