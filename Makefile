@@ -82,7 +82,7 @@ define timed
 @s=$$SECONDS; $(2); rc=$$?; echo "== $(1): $$((SECONDS - s))s (exit $$rc)"; exit $$rc
 endef
 
-.PHONY: help build install dist test test-unit fmt verify-tidy e2e e2e-tools demo-tools bench-tools generate verify-generate lint demo demo-up demo-down bench clean
+.PHONY: help build install dist test test-unit docs fmt verify-tidy e2e e2e-tools demo-tools bench-tools generate verify-generate lint demo demo-up demo-down bench clean
 
 help: ## Show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -107,6 +107,9 @@ test: test-unit e2e ## Run every test: unit, then end-to-end on real local clust
 
 test-unit: ## Unit tests with the race detector (no cluster needed): all, or PKG=./internal/spoke/... RUN=TestName
 	$(call timed,unit tests,CGO_ENABLED=1 go test -race $(if $(RUN),-run '$(RUN)') $(or $(strip $(PKG)),./...))
+
+docs: ## Regenerate the command reference in docs/reference from the commands' own help
+	go run ./hack/docs docs/reference
 
 fmt: ## Format every Go file (gofmt -s), as lint expects
 	gofmt -s -w $$(git ls-files '*.go')
