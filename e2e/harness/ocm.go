@@ -16,7 +16,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -413,19 +415,18 @@ func (h *OCMHub) AgentRunning(cluster string) bool {
 	return p != nil && p.Running()
 }
 
-// Accept does what `clusteradm accept` does for a cluster whose agent asked
-// to join: approves its pending CSRs and sets hubAcceptsClient (and the test
-// bed's short lease). It says whether the ManagedCluster is accepted.
-func (h *OCMHub) Accept(ctx context.Context, cluster string) (bool, error) {
-	csrs, err := h.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: "open-cluster-management.io/cluster-name=" + cluster})
+// Accept does what `clusteradm accept --clusters cluster` does for a
+// cluster whose agent asked to join: approves its pending CSRs that
+// acceptedCSRs picks and sets hubAcceptsClient (and the test bed's short
+// lease). skipApproveCheck is clusteradm's --skip-approve-check, which
+// FleetConfig's controller passes when it accepts again while the cluster
+// has not joined. It says whether the ManagedCluster is accepted.
+func (h *OCMHub) Accept(ctx context.Context, cluster string, skipApproveCheck bool) (bool, error) {
+	csrs, err := h.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterNameLabel + "=" + cluster})
 	if err != nil {
 		return false, fmt.Errorf("listing the CSRs of %s: %w", cluster, err)
 	}
-	for i := range csrs.Items {
-		csr := &csrs.Items[i]
-		if len(csr.Status.Conditions) > 0 {
-			continue
-		}
+	for _, csr := range acceptedCSRs(csrs.Items, skipApproveCheck) {
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Accepted", Message: "accepted by the test bed (clusteradm accept)",
 		})
@@ -465,7 +466,7 @@ func (h *OCMHub) Join(ctx context.Context, cluster string, spoke *Cluster) error
 		return err
 	}
 	return waitFor(ctx, "ManagedCluster "+cluster+" to join", func(ctx context.Context) (bool, error) {
-		if ok, err := h.Accept(ctx, cluster); !ok || err != nil {
+		if ok, err := h.Accept(ctx, cluster, false); !ok || err != nil {
 			return false, err
 		}
 		mc, err := h.Dynamic.Resource(managedClusterGVR).Get(ctx, cluster, metav1.GetOptions{})
@@ -504,4 +505,63 @@ func clusterFromKubeconfig(name, path string) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// What clusteradm accept (open-cluster-management-io/clusteradm,
+// pkg/cmd/accept) takes for a join's CSR: asked by a bootstrap user (by
+// prefix, as clusteradm matches it) in a bootstrap group.
+const clusterNameLabel = "open-cluster-management.io/cluster-name"
+
+var (
+	bootstrapUserPrefixes = []string{
+		"system:bootstrap:",
+		"system:serviceaccount:" + BootstrapSANamespace + ":agent-registration-bootstrap",
+		"system:serviceaccount:open-cluster-management-hub:grpc-server-sa",
+	}
+	bootstrapGroups = []string{bootstrapGroup, "system:serviceaccounts:" + BootstrapSANamespace, "system:serviceaccounts:open-cluster-management-hub"}
+)
+
+// acceptedCSRs are the pending CSRs clusteradm accept approves among a
+// cluster's: those of a bootstrap user in a bootstrap group, when their
+// requesters (the requests' common names) are one, none when they are
+// several (clusteradm prints "There are CSRs of different requesters" and
+// approves nothing); with skipApproveCheck every one. Denied and approved
+// CSRs are left as they are.
+func acceptedCSRs(csrs []certificatesv1.CertificateSigningRequest, skipApproveCheck bool) []*certificatesv1.CertificateSigningRequest {
+	var out []*certificatesv1.CertificateSigningRequest
+	requesters := map[string]bool{}
+	for i := range csrs {
+		c := &csrs[i]
+		if !skipApproveCheck {
+			if !slices.ContainsFunc(bootstrapUserPrefixes, func(p string) bool { return strings.HasPrefix(c.Spec.Username, p) }) ||
+				!slices.ContainsFunc(c.Spec.Groups, func(g string) bool { return slices.Contains(bootstrapGroups, g) }) {
+				continue
+			}
+			cn, ok := requestCommonName(c.Spec.Request)
+			if !ok {
+				continue
+			}
+			requesters[cn] = true
+		}
+		if len(c.Status.Conditions) == 0 {
+			out = append(out, c)
+		}
+	}
+	if len(requesters) > 1 {
+		return nil
+	}
+	return out
+}
+
+// requestCommonName is the CN of a PEM certificate request.
+func requestCommonName(data []byte) (string, bool) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return "", false
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return "", false
+	}
+	return req.Subject.CommonName, true
 }

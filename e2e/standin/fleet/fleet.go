@@ -695,7 +695,8 @@ func (f *Fleet) hubWork(ctx context.Context, s *spoke, st *status, hub *unstruct
 		// upstream re-accepts and looks again at its next requeue.
 		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue,
 			fmt.Sprintf("ManagedClusterJoined condition not found in ManagedCluster for spoke cluster %s", s.Name)))
-		if _, err := f.hub.Accept(ctx, s.Name); err != nil {
+		// Upstream accepts again with --skip-approve-check here.
+		if _, err := f.hub.Accept(ctx, s.Name, true); err != nil {
 			f.fail(ctx, err)
 		}
 		return nil
@@ -746,7 +747,7 @@ func (f *Fleet) join(ctx context.Context, s *spoke, hub *unstructured.Unstructur
 	if err != nil {
 		return fmt.Errorf("clusteradm join command failed for spoke %s: %w", s.Name, err)
 	}
-	if _, err := f.hub.Accept(ctx, s.Name); err != nil {
+	if _, err := f.hub.Accept(ctx, s.Name, false); err != nil {
 		return fmt.Errorf("failed to accept spoke cluster join request: %w", err)
 	}
 	if f.mode == ModeAddon && !s.hubAsSpoke() {
