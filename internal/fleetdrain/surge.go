@@ -216,7 +216,7 @@ func (s *surger) begin(ctx context.Context, node string, pod *corev1.Pod) (giveB
 	record := SurgeRecord{Pod: namespacedName(pod.Namespace, pod.Name), Node: node}
 	err = s.patch(ctx, ns, name, func(d *appsv1.Deployment) ([]api.PatchOp, error) {
 		if d.Annotations[SurgeAnnotation] != "" {
-			return nil, fmt.Errorf("Deployment %s already carries %s", key, SurgeAnnotation)
+			return nil, fmt.Errorf("deployment %s already carries %s", key, SurgeAnnotation)
 		}
 		record.Replicas = replicas(d.Spec.Replicas)
 		return surgeOps(d, record)

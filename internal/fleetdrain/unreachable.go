@@ -53,7 +53,7 @@ const (
 	UnhealthyPodsNever               = "never"
 	UnhealthyPodsEvictIfBudgetEmpty  = "evict-if-budget-empty"
 	unhealthyPodsFlag                = "unhealthy-pods"
-	skipWaitForDeleteTimeoutFlagName = "skip-wait-for-delete-timeout"
+	skipWaitForDeleteTimeoutFlagName = "skip-wait-for-delete-timeout" //nolint:gosec // a flag name, not a credential
 )
 
 func validateUnhealthyPods(v string) error {
