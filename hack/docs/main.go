@@ -42,7 +42,7 @@ func write(dir string) error {
 	if err := os.RemoveAll(dir); err != nil { //nolint:gosec // the reference directory the developer named on the command line
 		return fmt.Errorf("clearing %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // as above
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	for _, newRoot := range roots {
