@@ -13,14 +13,16 @@ import (
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
-// operator binds a ClusterRole of plugins/kubectl-fleetdrain/rbac.yaml to
-// the ServiceAccount spokekit-ops/operator, and returns a kubectl runner
-// authenticated as it.
+// operator binds a ClusterRole of plugins/kubectl-fleetdrain/rbac.yaml
+// (with the admission policies beside it) to the ServiceAccount
+// spokekit-ops/operator, and returns a kubectl runner authenticated as it.
 func operator(t *testing.T, c *harness.Cluster, role string, canI ...string) (harness.Command, string) {
 	t.Helper()
 	roles, err := harness.PluginRBAC("fleetdrain")
 	assert.NilError(t, err)
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), roles+`
+	policy, err := harness.PluginManifest("fleetdrain", "admission-policy.yaml")
+	assert.NilError(t, err)
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), policy+"\n---\n"+roles+`
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -39,6 +41,18 @@ func runAs(t *testing.T, as harness.Command, args ...string) harness.Result {
 	t.Helper()
 	r := harness.Kubectl(t, as, args...)
 	return r
+}
+
+// deniedBy tries each write as the operator and sees the admission policy
+// deny it.
+func deniedBy(t *testing.T, as harness.Command, policy string, writes ...[]string) {
+	t.Helper()
+	assert.NilError(t, as.WaitDenied(ctx(t, time.Minute), policy, writes[0]...))
+	for _, args := range writes {
+		r := runAs(t, as, args...)
+		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, policy), "%v: %s", args, r)
+		t.Logf("%v: denied: %s", args, strings.TrimSpace(r.Stderr))
+	}
 }
 
 // TestLeastPrivilegeNode drains and uncordons as a ServiceAccount bound to
@@ -60,12 +74,21 @@ func TestLeastPrivilegeNode(t *testing.T) {
 		r := runAs(t, as, args...)
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
 	}
+	// patch nodes reaches no other field of a Node.
+	deniedBy(t, as, "spokekit-fleetdrain-node-fields",
+		[]string{"label", "node", "least-3", "tier=pci"},
+		[]string{"annotate", "node", "least-3", "example.com/owner=mallory"},
+		[]string{"taint", "node", "least-3", "example.com/gpu=true:NoSchedule"},
+		[]string{"patch", "node", "least-3", "-p", `{"metadata":{"finalizers":["example.com/keep"]}}`},
+	)
+	r := runAs(t, c.For(t.TempDir()), "get", "node", "least-3", "-o", "jsonpath={.metadata.labels.tier}{.spec.taints}")
+	assert.Equal(t, r.Stdout, "", r)
 
 	fewer, err := harness.WithoutVerb(roles, "resources: [nodes]\n  verbs: [get, list, patch]", "patch")
 	assert.NilError(t, err)
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fewer))
 	assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, "patch", "nodes"))
-	r := runAs(t, as, "fleetdrain", "node", "least-3", "--ignore-daemonsets")
+	r = runAs(t, as, "fleetdrain", "node", "least-3", "--ignore-daemonsets")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch nodes; nothing was changed"), r)
 	assert.Check(t, !unschedulable(t, c, "least-3"))
@@ -105,6 +128,23 @@ func TestLeastPrivilegeCluster(t *testing.T) {
 		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), "%v: %s", args, r)
 		t.Logf("%v: denied: %s", args, strings.TrimSpace(r.Stderr))
 	}
+	// patch managedclusters reaches no other field: not the labels
+	// Placements select by, not another tool's taint (one set here).
+	admin := c.For(t.TempDir())
+	r = runAs(t, admin, "patch", "managedcluster", "least-a", "--type", "merge", "-p", `{"spec":{"taints":[{"key":"example.com/maintenance","effect":"NoSelect"}]}}`)
+	assert.Equal(t, r.ExitCode, 0, r)
+	before = taints(t, c, "least-a")
+	assert.Check(t, is.Len(before, 1), "%v", before)
+	deniedBy(t, as, "spokekit-fleetdrain-cluster-fields",
+		[]string{"label", "managedcluster", "least-a", "env=prod"},
+		[]string{"annotate", "managedcluster", "least-a", "example.com/owner=mallory"},
+		[]string{"patch", "managedcluster", "least-a", "--type", "json", "-p", `[{"op":"remove","path":"/spec/taints/0"}]`},
+		[]string{"patch", "managedcluster", "least-a", "--type", "json", "-p", `[{"op":"add","path":"/spec/taints/-","value":{"key":"example.com/other","effect":"NoSelect"}}]`},
+		[]string{"patch", "managedcluster", "least-a", "--type", "merge", "-p", `{"spec":{"hubAcceptsClient":false}}`},
+	)
+	assert.DeepEqual(t, taints(t, c, "least-a"), before)
+	r = runAs(t, admin, "get", "managedcluster", "least-a", "-o", "jsonpath={.metadata.labels.env}")
+	assert.Equal(t, r.Stdout, "", r)
 
 	fewer, err := harness.WithoutVerb(roles, "resources: [managedclusters]\n  verbs: [get, list, patch]", "patch")
 	assert.NilError(t, err)

@@ -106,3 +106,23 @@ func (cmd Command) WaitCanI(ctx context.Context, want bool, args ...string) erro
 		return (r.ExitCode == 0) == want, nil
 	})
 }
+
+// WaitDenied waits until `kubectl ARGS --dry-run=server`, run as cmd's user,
+// is denied by the admission policy named policy: a ValidatingAdmissionPolicy
+// reaches admission a moment after it is written, and a dry run passes
+// through admission without changing anything while it does not yet.
+func (cmd Command) WaitDenied(ctx context.Context, policy string, args ...string) error {
+	var last Result
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r, err := cmd.Kubectl(ctx, append(args, "--dry-run=server")...)
+		if err != nil {
+			return false, err
+		}
+		last = r
+		return r.ExitCode != 0 && strings.Contains(r.Stderr, policy), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for policy %s to deny kubectl %s: %w (last: %s)", policy, strings.Join(args, " "), err, last)
+	}
+	return nil
+}
