@@ -5,6 +5,8 @@ package fleetdrain
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,6 +244,11 @@ func watchMinReady(t *testing.T, c *harness.Cluster, ns, selector string) *minRe
 	return m
 }
 
+// The API server keeps every budget itself: the lowest Ready count alone
+// could not tell drains that share one view of the budgets from drains that
+// each evict on their own and are refused. So the test also counts the
+// evictions the API server refused (429) during the drain: drains sharing
+// one view send none.
 func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 	c := tenant.get(t)
 	pools := []string{"conc"}
@@ -262,8 +269,14 @@ func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 	// How long this takes against kubectl drain is `make bench`'s question,
 	// not this test's.
 	ready := watchMinReady(t, c, "conc", "app=api")
+	before := evictionsByCode(t, c)
 	r := kubectl(t, c, append([]string{"fleetdrain", "node", "--max-concurrent", "2", "--ignore-daemonsets", "-o", "json"}, nodes["conc"]...)...)
 	assert.Equal(t, r.ExitCode, 0, r)
+	after := evictionsByCode(t, c)
+	// The granted evictions prove the count is read at all: a metric that
+	// went missing would otherwise pass as no refusal.
+	assert.Check(t, after["201"]-before["201"] >= 20, "evictions the API server granted during the drain: %v", after["201"]-before["201"])
+	assert.Check(t, is.Equal(after["429"]-before["429"], 0.0), "evictions the API server refused: the drains did not share one view of the budgets")
 	rep := parseReport(t, r)
 	var results []string
 	for _, n := range rep.Items {
@@ -279,4 +292,28 @@ func TestConcurrentDrainKeepsBudgets(t *testing.T) {
 	lowest := ready.min
 	ready.mu.Unlock()
 	assert.Check(t, lowest >= 7, "the budget wants 7 api pods ready; the drain let it drop to %d", lowest)
+}
+
+// evictionsByCode reads the API server's count of eviction requests by
+// response code from its metrics: 201 granted, 429 refused (a budget
+// allowing no disruption).
+func evictionsByCode(t testing.TB, c *harness.Cluster) map[string]float64 {
+	t.Helper()
+	raw, err := c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t, time.Minute))
+	assert.NilError(t, err)
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `subresource="eviction"`) {
+			continue
+		}
+		_, rest, found := strings.Cut(line, `code="`)
+		if !found {
+			continue
+		}
+		code, _, _ := strings.Cut(rest, `"`)
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		assert.NilError(t, err)
+		counts[code] += v
+	}
+	return counts
 }
