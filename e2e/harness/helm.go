@@ -37,6 +37,8 @@ var spokeGVR = schema.GroupVersionResource{Group: "fleetconfig.open-cluster-mana
 // Helm is the Helm SDK's configuration for the releases of one namespace of
 // the cluster: the same SDK the plugins upgrade with.
 func (c *Cluster) Helm(namespace string) (*action.Configuration, error) {
+	// As the helm CLI sets it: the test bed's release is one `helm install` made.
+	kube.ManagedFieldsManager = "helm"
 	flags := genericclioptions.NewConfigFlags(true)
 	flags.KubeConfig, flags.Namespace = &c.Kubeconfig, &namespace
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
@@ -78,7 +80,7 @@ func (c *Cluster) HelmUninstall(namespace, name string) error {
 		return err
 	}
 	u := action.NewUninstall(cfg)
-	u.Timeout = time.Minute
+	u.WaitStrategy, u.Timeout = kube.HookOnlyStrategy, time.Minute
 	_, err = u.Run(name)
 	return err
 }

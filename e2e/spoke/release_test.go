@@ -81,7 +81,7 @@ func TestReleaseAddAndRemove(t *testing.T) {
 	// add --release: revision N+1, only the spokes changed, and the join.
 	r = spoke(t, "add", "rel-new", "--spoke-kubeconfig", spoke1.Kubeconfig, "--release", "mural", "--dry-run=client")
 	assert.Equal(t, r.ExitCode, 0, r)
-	assert.Check(t, is.Contains(r.Stdout, "+  - name: rel-new"), r)
+	assert.Check(t, is.Contains(r.Stdout, "+    name: rel-new"), r)
 	assert.Check(t, is.Contains(r.Stdout, "would make revision "+itoa(int64(n+1))), r)
 	assert.Check(t, !secretExists(t, "rel-new"))
 	latest, err := hub.HelmRevision(releaseNamespace, "mural", 0)

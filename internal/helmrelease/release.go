@@ -38,9 +38,17 @@ type Client struct {
 	guard     *revisionGuard
 }
 
+// FieldManager is the field manager the helm CLI applies with (it sets the
+// SDK's to this name): a release installed or upgraded with `helm` holds
+// its objects' fields under it, so an upgrade under any other name would
+// conflict with each field it changes.
+const FieldManager = "helm"
+
 // Open is a Client for the releases of namespace, stored as Helm stores them
-// by default (Secrets), reached through getter.
+// by default (Secrets), reached through getter. It applies as the helm CLI
+// does, under FieldManager.
 func Open(getter genericclioptions.RESTClientGetter, namespace string) (*Client, error) {
+	kube.ManagedFieldsManager = FieldManager
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
 	if err := cfg.Init(getter, namespace, "secret"); err != nil {
 		return nil, fmt.Errorf("setting up the Helm client: %w", err)

@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/kube"
 	kubefake "helm.sh/helm/v4/pkg/kube/fake"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -19,6 +20,7 @@ import (
 	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -173,4 +175,17 @@ func TestReadsAndUpgradesAHelm3Record(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, again.Revision, 3)
 	assert.DeepEqual(t, withoutSpokes(revision(t, c, 3).Config), withoutSpokes(revision(t, c, 2).Config))
+}
+
+// The upgrade applies as the helm CLI does, under its field manager: a
+// release `helm install` made holds its objects' fields under that name,
+// and an apply under any other conflicts with each field it changes (the
+// e2e upgrade of the test bed's release failed so, on the ConfigMap of its
+// Spokes, with the manager taken from the binary's name).
+func TestOpenAppliesUnderTheHelmCLIsFieldManager(t *testing.T) {
+	kube.ManagedFieldsManager = ""
+	t.Cleanup(func() { kube.ManagedFieldsManager = "" })
+	_, err := Open(genericclioptions.NewConfigFlags(false), "mural-system")
+	assert.NilError(t, err)
+	assert.Equal(t, kube.ManagedFieldsManager, "helm")
 }
