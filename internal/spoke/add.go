@@ -123,6 +123,13 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			own ClusterClaim; otherwise add exits 3 and writes nothing. It never
 			writes a secret the Hub or another Spoke names.
 
+			A cluster whose klusterlet is still registered with another hub (its
+			bootstrap kubeconfig, secret
+			open-cluster-management-agent/bootstrap-hub-kubeconfig, names a hub
+			server that is neither this hub's address, the Hub's spec.apiServer,
+			nor signed by this hub's CA) is refused (exit 3), naming that hub:
+			remove it there first.
+
 			Running it again with the same arguments changes nothing.`),
 		Example: templates.Examples(`
 			# Check everything and show what would be written
@@ -553,6 +560,9 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if len(missing) > 0 {
 		return nil, exitcode.RefusedErrorf("%s: user %q may not do what the join needs on %s: %s; nothing was changed: grant them (see the platform's spoke RBAC guide) or use another identity",
 			o.Kubeconfig.File, kc.User, kc.Server, strings.Join(missing, ", "))
+	}
+	if err := o.refuseOtherHub(ctx, f.Hub); err != nil {
+		return nil, err
 	}
 	f.ClusterUID = id.UID
 	if f.Spoke, err = o.checkName(ctx, id); err != nil {

@@ -1,10 +1,17 @@
 package spoke
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -41,6 +50,8 @@ func fakeFleet(t *testing.T) *clitest.APIServer {
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
 	// Unified mode: no agent add-on registered.
 	srv.Respond("GET /apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/fleetconfig-controller-agent", 404, notFound)
+	// Never joined to any hub: no klusterlet bootstrap kubeconfig.
+	srv.Respond("GET /api/v1/namespaces/open-cluster-management-agent/secrets/bootstrap-hub-kubeconfig", 404, notFound)
 	return srv
 }
 
@@ -270,6 +281,84 @@ func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 			}))
 		})
 	}
+}
+
+// bootstrapSecret is a klusterlet's bootstrap kubeconfig Secret naming the
+// hub at server, trusting ca.
+func bootstrapSecret(t *testing.T, server string, ca []byte) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: "t0ken"}
+	cfg.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "bootstrap"}
+	cfg.CurrentContext = "bootstrap"
+	data, err := clientcmd.Write(*cfg)
+	assert.NilError(t, err)
+	return `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bootstrap-hub-kubeconfig","namespace":"open-cluster-management-agent"},"data":{"kubeconfig":"` + base64.StdEncoding.EncodeToString(data) + `"}}`
+}
+
+// A cluster whose klusterlet is still registered with another hub is
+// refused (exit 3), naming that hub, and nothing is written; one
+// registered with this hub (a re-run), reached at another address but
+// signed by this hub's CA, or at the Hub's spec.apiServer, is not.
+func TestAddRefusesAClusterRegisteredWithAnotherHub(t *testing.T) {
+	thisHub, err := clientcmd.LoadFromFile(fakeFleet(t).Kubeconfig)
+	assert.NilError(t, err)
+	var hubCA []byte
+	for _, c := range thisHub.Clusters {
+		hubCA = c.CertificateAuthorityData
+	}
+	otherCA := testCA(t)
+	for name, tc := range map[string]struct {
+		server, hubAPIServer string
+		ca                   []byte
+		want                 int
+	}{
+		"another hub":                          {"https://old-hub.example.com:6443", "", otherCA, exitcode.Refused},
+		"another hub, no CA":                   {"https://old-hub.example.com:6443", "", nil, exitcode.Refused},
+		"this hub, another address, its CA":    {"https://hub.internal:6443", "", hubCA, exitcode.OK},
+		"this hub at the Hub's spec.apiServer": {"https://hub.internal:443/", "https://HUB.internal", otherCA, exitcode.OK},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := fakeFleet(t)
+			if tc.hubAPIServer != "" {
+				srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
+					`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system"},"spec":{"apiServer":"`+tc.hubAPIServer+`"}}]}`)
+			}
+			srv.Respond("GET /api/v1/namespaces/open-cluster-management-agent/secrets/bootstrap-hub-kubeconfig", 200, bootstrapSecret(t, tc.server, tc.ca))
+			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
+			code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
+			assert.Check(t, is.Equal(code, tc.want), errOut)
+			if tc.want == exitcode.Refused {
+				assert.Check(t, is.Contains(errOut, "still registered with another hub"))
+				assert.Check(t, is.Contains(errOut, "names the hub at "+tc.server))
+				assert.Check(t, is.Contains(errOut, "remove it from that hub first"))
+				assert.Check(t, is.Len(writes(srv), 0))
+			}
+		})
+	}
+
+	// A registration that cannot be read is no pass.
+	srv := fakeFleet(t)
+	srv.Respond("GET /api/v1/namespaces/open-cluster-management-agent/secrets/bootstrap-hub-kubeconfig", 200,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bootstrap-hub-kubeconfig"},"data":{"kubeconfig":"`+base64.StdEncoding.EncodeToString([]byte("not yaml: ["))+`"}}`)
+	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
+	assert.Check(t, is.Contains(errOut, "cannot tell whether"))
+	assert.Check(t, is.Len(writes(srv), 0))
+}
+
+// testCA is a self-signed CA certificate, PEM.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	assert.NilError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "old-hub-ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	assert.NilError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // A dry run shows the secret add writes, not the metadata of the one there:

@@ -1,0 +1,48 @@
+//go:build e2e
+
+package spoke
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// A cluster whose klusterlet was joined to another hub, as `clusteradm
+// join` leaves it (its bootstrap kubeconfig in
+// open-cluster-management-agent), is refused until it is removed there.
+func TestAddRefusesAClusterOfAnotherHub(t *testing.T) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: "https://old-hub.example.com:6443"}
+	cfg.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: "bootstrap-token"}
+	cfg.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "bootstrap"}
+	cfg.CurrentContext = "bootstrap"
+	data, err := clientcmd.Write(*cfg)
+	assert.NilError(t, err)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-agent"}}
+	if _, err := spoke1.Kube.CoreV1().Namespaces().Create(ctx(t), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		assert.NilError(t, err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-hub-kubeconfig", Namespace: ns.Name}, Data: map[string][]byte{"kubeconfig": data}}
+	_, err = spoke1.Kube.CoreV1().Secrets(ns.Name).Create(ctx(t), secret, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		assert.Check(t, spoke1.Kube.CoreV1().Secrets(ns.Name).Delete(ctx(t), secret.Name, metav1.DeleteOptions{}))
+	})
+
+	values := writeFile(t, "values.yaml", valuesFile)
+	r := spoke(t, "add", "elsewhere", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "still registered with another hub"), r)
+	assert.Check(t, is.Contains(r.Stderr, "https://old-hub.example.com:6443"), r)
+	assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+	assert.Equal(t, readFile(t, values), valuesFile, "the values file is untouched")
+	assert.Check(t, !secretExists(t, "elsewhere"), "no secret was written")
+	assert.Check(t, spokeObject(t, "elsewhere") == nil, "no Spoke was written")
+}
