@@ -44,6 +44,7 @@ type lazyCluster struct {
 	cluster *harness.Cluster
 	err     error
 	name    string
+	opts    []harness.ClusterOption
 	setup   func(context.Context, *harness.Cluster) error
 }
 
@@ -52,7 +53,7 @@ func (l *lazyCluster) get(t testing.TB) *harness.Cluster {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		l.cluster, l.err = env.StartCluster(ctx, l.name)
+		l.cluster, l.err = env.StartCluster(ctx, l.name, l.opts...)
 		if l.err == nil && l.setup != nil {
 			l.err = l.setup(ctx, l.cluster)
 		}
@@ -61,7 +62,9 @@ func (l *lazyCluster) get(t testing.TB) *harness.Cluster {
 	return l.cluster
 }
 
-var tenant = &lazyCluster{name: "tenant"}
+// tenant's kwok plays the kubelet of the nodes addNodes annotates only, so
+// a test can take a node's kubelet away (unreachable nodes).
+var tenant = &lazyCluster{name: "tenant", opts: []harness.ClusterOption{harness.KwokManagesAnnotatedNodesOnly()}}
 
 // fleet is the hub with its OCM components and two joined spokes: spoke-a
 // for the drain walk-through, spoke-b for the conformance table.

@@ -26,17 +26,21 @@ type report struct {
 	Kind   string `json:"kind"`
 	DryRun string `json:"dryRun"`
 	Items  []struct {
-		Metadata struct{ Name string } `json:"metadata"`
-		Machine  string                `json:"machine"`
-		Result   string                `json:"result"`
-		Evict    []struct{ Namespace, Name string }
-		Skip     []struct{ Namespace, Name, Reason string }
-		Blockers []struct {
-			Kind, Name         string
-			DisruptionsAllowed *int32
-			Pods               []string
-			Refuses            bool
+		Metadata         struct{ Name string } `json:"metadata"`
+		Machine          string                `json:"machine"`
+		Result           string                `json:"result"`
+		NodeState        string                `json:"nodeState"`
+		Evict            []struct{ Namespace, Name, Surge string }
+		Skip             []struct{ Namespace, Name, Reason string }
+		UnhealthyDeletes []struct{ Namespace, Name string }
+		UnhealthyDeleted []string `json:"unhealthyDeleted"`
+		Blockers         []struct {
+			Kind, Name, Message string
+			DisruptionsAllowed  *int32
+			Pods                []string
+			Refuses             bool
 		}
+		Warnings   []string
 		Evicted    int  `json:"evicted"`
 		Uncordoned bool `json:"uncordoned"`
 	} `json:"items"`
