@@ -112,9 +112,17 @@ func (cmd Command) WaitCanI(ctx context.Context, want bool, args ...string) erro
 // reaches admission a moment after it is written, and a dry run passes
 // through admission without changing anything while it does not yet.
 func (cmd Command) WaitDenied(ctx context.Context, policy string, args ...string) error {
+	return cmd.WaitDeniedRequest(ctx, policy, append(args, "--dry-run=server")...)
+}
+
+// WaitDeniedRequest is WaitDenied for a request kubectl cannot dry-run:
+// `kubectl ARGS` as given, which must change nothing when it is allowed
+// (a TokenRequest, which stores nothing, or a --raw request with
+// ?dryRun=All).
+func (cmd Command) WaitDeniedRequest(ctx context.Context, policy string, args ...string) error {
 	var last Result
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		r, err := cmd.Kubectl(ctx, append(args, "--dry-run=server")...)
+		r, err := cmd.Kubectl(ctx, args...)
 		if err != nil {
 			return false, err
 		}

@@ -53,12 +53,27 @@ func parseJoinLine(t *testing.T, line, cluster string) harness.JoinValues {
 // command waits, and returns what the command printed once it ended.
 func joinOutOfBand(t *testing.T, as harness.Command, name string, on *harness.Cluster, flags ...string) harness.Result {
 	t.Helper()
+	s, v := startJoinCommand(t, as, name, flags...)
+	return finishJoin(t, s, v, name, on)
+}
+
+// startJoinCommand starts `join-command NAME --show-token --accept` with
+// flags as as's user, and returns it waiting for the cluster, with the
+// values of the line it printed.
+func startJoinCommand(t *testing.T, as harness.Command, name string, flags ...string) (*harness.Background, harness.JoinValues) {
+	t.Helper()
 	s, err := as.StartKubectl(append([]string{"spoke", "-n", releaseNamespace, "join-command", name, "--show-token", "--accept", "--timeout", "3m"}, flags...)...)
 	assert.NilError(t, err)
 	// The line is printed before the wait starts.
 	assert.NilError(t, s.WaitStderr(ctx(t), "ManagedCluster "+name+": not there yet"))
 	line, _, _ := strings.Cut(s.Stdout(), "\n")
-	v := parseJoinLine(t, line, name)
+	return s, parseJoinLine(t, line, name)
+}
+
+// finishJoin runs the line's values on the cluster on (the real agent) and
+// returns what the waiting join-command printed once it ended.
+func finishJoin(t *testing.T, s *harness.Background, v harness.JoinValues, name string, on *harness.Cluster) harness.Result {
+	t.Helper()
 	kubeconfig, err := os.ReadFile(on.Kubeconfig)
 	assert.NilError(t, err)
 	assert.NilError(t, hub.StartJoinedAgent(ctx(t), name, kubeconfig, v))

@@ -3,12 +3,26 @@
 package spoke
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
 	"github.com/spokekit/spokekit/e2e/harness"
@@ -100,6 +114,31 @@ func TestLeastPrivilege(t *testing.T) {
 		{"set", "least", "logVerbosity=4"},
 		{"rotate-kubeconfig", "least", "--spoke-kubeconfig", rotated},
 		{"rotate-kubeconfig", "least", "--spoke-kubeconfig", rotated, "--secret", "least-kubeconfig-2027"},
+	} {
+		granted(args...)
+	}
+	t.Run("out-of-scope Spoke writes are denied", func(t *testing.T) {
+		before := spokeObject(t, "least")
+		patch := func(p string) []string {
+			return []string{"patch", "spokes.fleetconfig.open-cluster-management.io", "least", "-n", releaseNamespace, "--type", "merge", "-p", p}
+		}
+		for what, p := range map[string]string{
+			"klusterlet values: the agent's image": `{"spec":{"klusterlet":{"values":{"images":{"registry":"evil.example"}}}}}`,
+			"klusterlet valuesFrom":                `{"spec":{"klusterlet":{"valuesFrom":{"name":"evil-values","key":"values.yaml"}}}}`,
+			"proxyUrl":                             `{"spec":{"proxyUrl":"http://proxy.evil.example:3128"}}`,
+			"proxyCa":                              `{"spec":{"proxyCa":"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}}`,
+			"addOns[].deploymentConfig":            `{"spec":{"addOns":[{"configName":"least-addon","deploymentConfig":{"customizedVariables":[{"name":"IMAGE","value":"evil.example/agent"}]}}]}}`,
+			"secretReference to a foreign Secret":  `{"spec":{"kubeconfig":{"secretReference":{"name":"least-other-kubeconfig"}}}}`,
+			"secretReference to the Hub's Secret":  `{"spec":{"kubeconfig":{"secretReference":{"name":"least-hub-kubeconfig"}}}}`,
+		} {
+			assert.NilError(t, as.WaitDenied(ctx(t), "spokekit-spoke-fields", patch(p)...))
+			r := harness.Kubectl(t, as, patch(p)...)
+			assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "denied request") && strings.Contains(r.Stderr, "spokekit-spoke-fields"), "%s: %s", what, r)
+			t.Logf("%s: denied: %s", what, strings.TrimSpace(r.Stderr))
+		}
+		assert.DeepEqual(t, spokeObject(t, "least").Object["spec"], before.Object["spec"])
+	})
+	for _, args := range [][]string{
 		{"remove", "least", "--values", values, "--wait", "--timeout", "2m"},
 		{"add", "least-force", "--spoke-kubeconfig", spoke1.Kubeconfig, "--apply"},
 		{"force-remove", "least-force", "--yes", "--even-if-reachable", "--timeout", "2m"},
@@ -168,4 +207,118 @@ stringData: {release: rewritten}
 	assert.Check(t, !secretExists(t, "least-2"))
 	assert.Equal(t, readFile(t, values), valuesFile)
 	assert.Check(t, spokeObject(t, "least-2") == nil)
+}
+
+// csrClusterLabel is the label OCM's agent puts on its request, naming
+// the cluster it joins as.
+const csrClusterLabel = "open-cluster-management.io/cluster-name"
+
+// clusterAdminCSR asks the hub for a client certificate for the subject
+// O=kubeadm:cluster-admins, labelled for cluster as the agent labels its
+// request, with the usages the agent asks for: as the holder of token, or
+// as the hub's administrator when token is "". It returns the CSR's name.
+func clusterAdminCSR(t *testing.T, cluster, token string) string {
+	t.Helper()
+	cfg := rest.CopyConfig(hub.Config)
+	if token != "" {
+		cfg = &rest.Config{Host: hub.Config.Host, BearerToken: token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData, CAFile: hub.Config.CAFile}}
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	assert.NilError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	assert.NilError(t, err)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "mallory", Organization: []string{"kubeadm:cluster-admins"}}}, key)
+	assert.NilError(t, err)
+	csr, err := kube.CertificatesV1().CertificateSigningRequests().Create(ctx(t), &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: cluster + "-", Labels: map[string]string{csrClusterLabel: cluster}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		err := hub.Kube.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), csr.Name, metav1.DeleteOptions{})
+		assert.Check(t, err)
+	})
+	return csr.Name
+}
+
+// approvedCSR tells whether the CSR name carries an Approved condition.
+func approvedCSR(t *testing.T, name string) bool {
+	t.Helper()
+	csr, err := hub.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx(t), name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	return slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+		return c.Type == certificatesv1.CertificateApproved
+	})
+}
+
+// approvalDryRun is the kubectl request that approves the CSR name as
+// kubectl certificate approve does, as a server dry run: admission sees it,
+// nothing changes.
+func approvalDryRun(t *testing.T, name string) []string {
+	t.Helper()
+	csr, err := hub.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx(t), name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "KubectlApprove"})
+	data, err := json.Marshal(csr)
+	assert.NilError(t, err)
+	return []string{"replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/" + name + "/approval?dryRun=All",
+		"-f", writeFile(t, "approval.json", string(data))}
+}
+
+// TestLeastPrivilegeJoin joins a cluster out of band as a ServiceAccount
+// bound to the base roles and the opt-in spokekit-spoke-join and
+// spokekit-spoke-accept, with admission-policy.yaml applied. A year's join
+// token is denied. A request for O=kubeadm:cluster-admins, made with the
+// printed token and labelled for the cluster before its agent starts, is
+// named and left unapproved by join-command --accept, which approves the
+// agent's own request, and the cluster joins. Approving by hand a request
+// no join's bootstrap identity made is denied. (Approving the one made with
+// the join's token by hand is not: the policy cannot read the requested
+// subject, as the README says.)
+func TestLeastPrivilegeJoin(t *testing.T) {
+	const name = "edge-least"
+	t.Cleanup(func() { unjoinByHand(t, name) })
+	roles, err := harness.PluginRBAC("spoke")
+	assert.NilError(t, err)
+	policy, err := harness.PluginManifest("spoke", "admission-policy.yaml")
+	assert.NilError(t, err)
+	assert.NilError(t, hub.ApplyYAML(ctx(t), policy+"\n---\n"+roles+"\n---\n"+joinerBindings+"\n---\n"+optInBindings))
+	as, err := hub.ServiceAccountCommand(ctx(t), t.TempDir(), "spokekit-ops", "joiner")
+	assert.NilError(t, err)
+	assert.NilError(t, as.WaitCanI(ctx(t), true, "create", "serviceaccounts/agent-registration-bootstrap", "--subresource", "token", "-n", harness.BootstrapSANamespace))
+	assert.NilError(t, as.WaitCanI(ctx(t), true, "patch", "managedclusters.cluster.open-cluster-management.io"))
+
+	// A TokenRequest stores nothing, so waiting on the real one changes
+	// nothing either.
+	year := []string{"create", "token", "agent-registration-bootstrap", "-n", harness.BootstrapSANamespace, "--duration", "8760h"}
+	assert.NilError(t, as.WaitDeniedRequest(ctx(t), "spokekit-join-token-lifetime", year...))
+	r := harness.Kubectl(t, as, year...)
+	assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "denied request") && strings.Contains(r.Stderr, "spokekit-join-token-lifetime"), r)
+	assert.Equal(t, r.Stdout, "", r)
+
+	s, v := startJoinCommand(t, as, name)
+	evil := clusterAdminCSR(t, name, v.Token)
+	r = finishJoin(t, s, v, name, spoke2)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stderr, "certificatesigningrequest/"+evil+" is not approved: "), r)
+	assert.Check(t, is.Contains(r.Stderr, "O=kubeadm:cluster-admins"), r)
+	assert.Check(t, is.Regexp(`certificatesigningrequest/\S+ approved \(subject CN=system:open-cluster-management:`+name+`:`, r.Stderr), r)
+	assert.Check(t, is.Regexp(`ManagedCluster `+name+`: JOINED True, AVAILABLE True`, r.Stderr), r)
+	assert.Check(t, !approvedCSR(t, evil), "join-command approved %s", evil)
+
+	// By hand, a request no join's bootstrap identity asked for: the
+	// approval is denied.
+	other := clusterAdminCSR(t, name, "")
+	assert.NilError(t, as.WaitDeniedRequest(ctx(t), "spokekit-spoke-accept-approves-joins", approvalDryRun(t, other)...))
+	r = harness.Kubectl(t, as, "certificate", "approve", other)
+	assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "denied request") && strings.Contains(r.Stderr, "spokekit-spoke-accept-approves-joins"), r)
+	assert.Check(t, !approvedCSR(t, other), "%s approved by hand", other)
+
 }
