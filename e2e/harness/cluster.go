@@ -148,7 +148,11 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	}
 	c.ports = ports
 	config := filepath.Join(e.Workdir, name+".kwokctl.yaml")
-	if err := os.WriteFile(config, []byte(kwokctlConfig(ports, o.certSANs)+o.extraConfig), 0o644); err != nil {
+	options := kwokctlConfig(ports, o.certSANs)
+	if len(o.featureGates) > 0 {
+		options += "  kubeFeatureGates: " + strings.Join(o.featureGates, ",") + "\n"
+	}
+	if err := os.WriteFile(config, []byte(options+o.extraConfig), 0o644); err != nil {
 		return nil, err
 	}
 	args := []string{"create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"}

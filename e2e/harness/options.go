@@ -7,6 +7,9 @@ type clusterOptions struct {
 	// extraConfig is appended to the cluster's KwokctlConfiguration.
 	extraConfig string
 	auditWrites bool
+	// featureGates are NAME=true|false pairs for the control plane's
+	// components (kwokctl's kubeFeatureGates).
+	featureGates []string
 	// certSANs are addresses the API server's certificate names besides
 	// kwokctl's own (localhost and the machine's addresses).
 	certSANs []string
@@ -45,3 +48,10 @@ rules:
   verbs: [create, update, patch, delete, deletecollection]
 - level: None
 `
+
+// FeatureGates turns Kubernetes feature gates on or off (NAME=true|false)
+// in the cluster's API server, controller manager and scheduler, e.g. an
+// alpha gate a test needs.
+func FeatureGates(gates ...string) ClusterOption {
+	return func(o *clusterOptions) { o.featureGates = append(o.featureGates, gates...) }
+}

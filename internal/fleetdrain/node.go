@@ -58,6 +58,8 @@ type NodeOptions struct {
 	f       *cli.Factory
 	client  kubernetes.Interface
 	drainer *NodeDrainer
+	// lifecycle: the API server serves the Node lifecycle conditions.
+	lifecycle bool
 }
 
 // NewNodeOptions returns the defaults: as safe as kubectl drain.
@@ -105,6 +107,11 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 			  to lose, never of a Ready pod;
 			* a summary per node with its Cluster API Machine (annotation
 			  cluster.x-k8s.io/machine), the name to hand to the platform team;
+			* where the API server runs with the NodeLifecycleConditions gate on
+			  (Kubernetes 1.37, alpha; read from its /metrics), each node's
+			  DrainInProgress and Drained conditions say how its drain stands:
+			  DrainInProgress True while draining, Drained True once drained,
+			  both False after a failure, Ctrl-C or uncordon;
 			* Ctrl-C or SIGTERM stops the evictions and waits, prints the summary
 			  and exits 130; --uncordon-on-failure gives back the nodes it
 			  cordoned then too.
@@ -217,6 +224,7 @@ func (o *NodeOptions) Run(ctx context.Context) error {
 	if o.client, err = o.f.KubernetesClientSet(); err != nil {
 		return err
 	}
+	o.lifecycle = LifecycleConditionsServed(ctx, o.client)
 	return o.drainNodes(ctx)
 }
 
@@ -235,7 +243,7 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 	if o.drainer.Rules, err = o.readRules(ctx, nodes); err != nil {
 		return err
 	}
-	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
+	report := DrainReport{ReportMeta: api.NewReportMeta("DrainReport", "nodes"), DryRun: cli.DryRunName(o.DryRun), LifecycleConditions: o.lifecycle}
 	var founds []NodePods
 	for _, n := range nodes {
 		found, err := o.drainer.Find(ctx, n)
@@ -271,7 +279,11 @@ func (o *NodeOptions) drainNodes(ctx context.Context) error {
 		return exitcode.RefusedErrorf("cannot drain node(s) %s: %s; no node was cordoned. Fix the blockers or pass the flag each one names, then run again (`kubectl fleetdrain check %s` lists all that their replacement would block, break or lose)",
 			strings.Join(refused, ", "), refusalSummary(report), strings.Join(refused, " "))
 	}
-	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, append(nodeAccess(report, o.DisableEviction), surgeAccess(surges)...)); err != nil {
+	needs := append(nodeAccess(report, o.DisableEviction), surgeAccess(surges)...)
+	if o.lifecycle {
+		needs = append(needs, core("patch", "nodes", "status", ""))
+	}
+	if err := preflight(ctx, o.client.AuthorizationV1(), o.DryRun, needs); err != nil {
 		return err
 	}
 	if o.DryRun == cli.DryRunServer {
@@ -321,6 +333,7 @@ func (o *NodeOptions) drain(ctx context.Context, nodes []*corev1.Node, report *D
 		if changed {
 			say("node/%s cordoned", n.Name)
 		}
+		o.setConditions(ctx, n.Name, true, false, reasonDraining)
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -395,16 +408,19 @@ func (o *NodeOptions) drainOne(ctx context.Context, node *corev1.Node, r *NodeRe
 	if err == nil {
 		r.Result = NodeDrained
 		o.drainer.Progress.p.Printf("node/%s drained", node.Name)
+		o.setConditions(ctx, node.Name, false, true, reasonDrained)
 		return
 	}
 	r.Result, r.Error = NodeFailed, err.Error()
+	reason := reasonFailed
 	switch {
 	case cli.Interrupted(ctx):
-		r.Result = NodeInterrupted
+		r.Result, reason = NodeInterrupted, reasonInterrupted
 	case errors.Is(err, ErrNodeTimedOut):
-		r.Result = NodeTimedOut
+		r.Result, reason = NodeTimedOut, reasonTimedOut
 	}
 	o.drainer.Progress.p.Printf("node/%s not drained: %v", node.Name, err)
+	o.setConditions(ctx, node.Name, false, false, reason)
 	o.giveBackAfterFailure(ctx, node, r)
 }
 
@@ -414,6 +430,7 @@ func (o *NodeOptions) notStarted(ctx context.Context, node *corev1.Node, r *Node
 	r.Result, r.Error = NodeInterrupted, "not started: "+context.Cause(ctx).Error()
 	o.drainer.Turns.leave(node.Name)
 	o.drainer.Progress.Finished(node.Name, false)
+	o.setConditions(ctx, node.Name, false, false, reasonInterrupted)
 	o.giveBackAfterFailure(ctx, node, r)
 }
 
@@ -444,7 +461,33 @@ func (o *NodeOptions) giveBack(ctx context.Context, name string) error {
 		return fmt.Errorf("node %s left as it is: %s", name, result)
 	}
 	o.drainer.Progress.p.Printf("node/%s uncordoned", name)
+	o.setConditions(ctx, name, false, false, reasonUncordoned)
 	return nil
+}
+
+// setConditions writes the node's DrainInProgress and Drained conditions
+// where the API server serves them, with a fresh context (the run's own may
+// be over). They only tell others what the drain does: a failed write is a
+// warning, never a reason to stop or fail the drain.
+func (o *NodeOptions) setConditions(ctx context.Context, name string, inProgress, drained bool, reason string) {
+	if !o.lifecycle {
+		return
+	}
+	gctx, cancel := cli.GiveBackContext(ctx)
+	defer cancel()
+	if err := setDrainConditions(gctx, o.client, name, inProgress, drained, reason, "kubectl fleetdrain: "+conditionMessages[reason]); err != nil {
+		o.drainer.Progress.p.Printf("warning: %v", err)
+	}
+}
+
+// conditionMessages say, per reason, what the drain conditions report.
+var conditionMessages = map[string]string{
+	reasonDraining:    "cordoned; evicting its pods",
+	reasonDrained:     "every pod the drain takes is gone; the node stays cordoned",
+	reasonFailed:      "the drain failed; see its report",
+	reasonInterrupted: "the drain was interrupted",
+	reasonTimedOut:    "--timeout ran out; run the drain again to finish",
+	reasonUncordoned:  "uncordoned; the drain is over",
 }
 
 func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {

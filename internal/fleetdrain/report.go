@@ -35,8 +35,12 @@ const (
 // dry run (every node Planned) and a real run.
 type DrainReport struct {
 	api.ReportMeta `json:",inline"`
-	DryRun         string       `json:"dryRun,omitempty"`
-	Items          []NodeReport `json:"items"`
+	DryRun         string `json:"dryRun,omitempty"`
+	// LifecycleConditions: the API server runs with the
+	// NodeLifecycleConditions gate on, so the drain sets each node's
+	// DrainInProgress and Drained conditions besides its cordon mark.
+	LifecycleConditions bool         `json:"lifecycleConditions,omitempty"`
+	Items               []NodeReport `json:"items"`
 }
 
 // NodeReport is the plan for one node and, after a run, its outcome.

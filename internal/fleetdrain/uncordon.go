@@ -115,7 +115,12 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, []authz.Permission{core("patch", "nodes", "", "")}); err != nil {
+	lifecycle := LifecycleConditionsServed(ctx, client)
+	needs := []authz.Permission{core("patch", "nodes", "", "")}
+	if lifecycle {
+		needs = append(needs, core("patch", "nodes", "status", ""))
+	}
+	if err := preflight(ctx, client.AuthorizationV1(), o.DryRun, needs); err != nil {
 		return err
 	}
 	report := UncordonReport{ReportMeta: api.NewReportMeta("UncordonReport", "nodes"), DryRun: cli.DryRunName(o.DryRun)}
@@ -144,6 +149,9 @@ func (o *UncordonNodeOptions) Run(ctx context.Context) error {
 		var err error
 		if o.DryRun != cli.DryRunClient {
 			result, err = GiveBack(ctx, client, name, o.DryRun)
+		}
+		if err == nil && result == GaveBack && lifecycle && o.DryRun == cli.DryRunNone && hasDrainConditions(nodes[i]) {
+			err = setDrainConditions(ctx, client, name, false, false, reasonUncordoned, "kubectl fleetdrain: "+conditionMessages[reasonUncordoned])
 		}
 		if err != nil {
 			return fmt.Errorf("%w; %s", err, uncordonedSoFar(o.Nodes, report))
