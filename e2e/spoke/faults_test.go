@@ -30,6 +30,7 @@ func throughFault(t *testing.T, f *harness.Fault) func(args ...string) harness.R
 	p := hub.WithFault(ctx(t), t, f)
 	return func(args ...string) harness.Result {
 		t.Helper()
+		forgetEarlierTestsClusters(t)
 		r := harness.Kubectl(t, p.For(t.TempDir()), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 		return r
 	}

@@ -83,8 +83,11 @@ func TestHealth(t *testing.T) {
 	})
 
 	addAndJoin(t, "health-ok", spoke1)
+	// Three spokes of one API server (see forgetting).
+	forgetCluster(t, "health-ok")
 	r := spoke(t, "add", "health-stall", "--spoke-kubeconfig", proxy.Kubeconfig, "--apply", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
+	forgetCluster(t, "health-stall")
 	purgedSpoke(t, "health-purged", spoke2)
 	oob := hub.Dynamic.Resource(ocm.ManagedClusterResource)
 	_, err = oob.Create(ctx(t), &unstructured.Unstructured{Object: map[string]any{

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -39,7 +42,62 @@ func ctx(t testing.TB) context.Context { return harness.Context(t, harness.StepT
 // spoke runs `kubectl spoke ARGS -n mural-system` against the hub.
 func spoke(t testing.TB, args ...string) harness.Result {
 	t.Helper()
+	forgetEarlierTestsClusters(t)
 	return harness.Kubectl(t, hub.For(t.TempDir()), append([]string{"spoke", "-n", releaseNamespace}, args...)...)
+}
+
+// The test bed's spokes share two kwok API servers (spoke1 and spoke2), so
+// by its kube-system UID every Spoke name a test adds on one of them is the
+// same cluster, and add would refuse the next test's as a cluster the hub
+// has already under another name. When a test first runs kubectl spoke,
+// the UIDs recorded on the Spokes earlier tests left are forgotten, as if
+// each test had clusters of its own; a test that holds two Spokes of one
+// server at once forgets the first itself (forgetCluster). Subtests share
+// their test's clusters: the tests of a package run one after another.
+var (
+	forgettingMu sync.Mutex
+	// forgotFor is the top-level test the UIDs were last forgotten for.
+	forgotFor string
+)
+
+// forgetEarlierTestsClusters forgets the recorded UIDs when t's top-level test
+// runs its first command: what the tests before it left.
+func forgetEarlierTestsClusters(t testing.TB) {
+	t.Helper()
+	top, _, _ := strings.Cut(t.Name(), "/")
+	forgettingMu.Lock()
+	defer forgettingMu.Unlock()
+	if forgotFor == top {
+		return
+	}
+	forgotFor = top
+	l, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx(t), metav1.ListOptions{})
+	if !assert.Check(t, err) {
+		return
+	}
+	for i := range l.Items {
+		if _, ok := l.Items[i].GetAnnotations()[spokekitUIDAnnotation]; ok {
+			forgetClusterIn(t, l.Items[i].GetNamespace(), l.Items[i].GetName())
+		}
+	}
+}
+
+// spokekitUIDAnnotation is where kubectl spoke records a Spoke's cluster.
+const spokekitUIDAnnotation = "spoke.spokekit.io/kube-system-uid"
+
+// forgetCluster removes the kube-system UID recorded on Spoke name, so that
+// the test may add the same API server under another name.
+func forgetCluster(t testing.TB, name string) { forgetClusterIn(t, releaseNamespace, name) }
+
+func forgetClusterIn(t testing.TB, ns, name string) {
+	t.Helper()
+	patch := `[{"op":"remove","path":"/metadata/annotations/spoke.spokekit.io~1kube-system-uid"}]`
+	_, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(ns).Patch(ctx(t), name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	// Gone meanwhile (a removal finishing), or no UID: nothing to forget.
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return
+	}
+	assert.Check(t, err, "forgetting the cluster of Spoke %s/%s", ns, name)
 }
 
 // writeFile writes data into the test's temp dir and returns the path.

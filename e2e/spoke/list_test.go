@@ -70,6 +70,9 @@ func listRequests(t testing.TB) map[string]float64 {
 // requests it made, per resource (OCM's controllers watch, they do not list).
 func countLists(t testing.TB, fn func()) map[string]float64 {
 	t.Helper()
+	// Before counting: the first command of a test lists Spokes to forget
+	// the clusters earlier tests left (see forgetting).
+	forgetEarlierTestsClusters(t)
 	resume := standin.Pause()
 	defer resume()
 	before := listRequests(t)

@@ -46,3 +46,24 @@ func TestAddRefusesAClusterOfAnotherHub(t *testing.T) {
 	assert.Check(t, !secretExists(t, "elsewhere"), "no secret was written")
 	assert.Check(t, spokeObject(t, "elsewhere") == nil, "no Spoke was written")
 }
+
+// A cluster this hub has already under another name is refused, naming
+// that Spoke (a second join would take over its one klusterlet); once it
+// is removed there, the cluster may be added under the new name.
+func TestAddRefusesAClusterTheHubHasUnderAnotherName(t *testing.T) {
+	addAndJoin(t, "twin-a", spoke2)
+	assert.Check(t, spokeObject(t, "twin-a").GetAnnotations()[spokekitUIDAnnotation] != "", "add records the cluster's kube-system UID")
+
+	values := writeFile(t, "values.yaml", valuesFile)
+	r := spoke(t, "add", "twin-b", "--spoke-kubeconfig", spoke2.Kubeconfig, "--values", values, "--apply")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "the hub already has this cluster as spoke "+releaseNamespace+"/twin-a"), r)
+	assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
+	assert.Equal(t, readFile(t, values), valuesFile, "the values file is untouched")
+	assert.Check(t, !secretExists(t, "twin-b"), "no secret was written")
+	assert.Check(t, spokeObject(t, "twin-b") == nil, "no Spoke was written")
+
+	r = spoke(t, "remove", "twin-a", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	addAndJoin(t, "twin-b", spoke2)
+}

@@ -42,6 +42,7 @@ func TestUpstreamPaceAddAndRemove(t *testing.T) {
 // force-delete of another dark spoke needs no retry at all.
 func TestUpstreamPaceRemovalAfterFailures(t *testing.T) {
 	addAndJoin(t, "paced-retry", spoke2)
+	forgetCluster(t, "paced-retry") // two spokes of one API server (see forgetting)
 	addAndJoin(t, "paced-forced", spoke2)
 	upstreamPace(t)
 	start := stopUntilCleanup(t, spoke2)

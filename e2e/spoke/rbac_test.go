@@ -78,6 +78,7 @@ func TestLeastPrivilege(t *testing.T) {
 	assert.NilError(t, as.WaitCanI(ctx(t), true, canPatch...))
 	run := func(args ...string) harness.Result {
 		t.Helper()
+		forgetEarlierTestsClusters(t)
 		r := harness.Kubectl(t, as, append([]string{"spoke", "-n", releaseNamespace}, args...)...)
 		return r
 	}

@@ -33,6 +33,8 @@ func spokeMarked(t *testing.T, args ...string) (harness.Result, bool) {
 // Secret: no command may run its exec plugin on the operator's machine.
 func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 	addAndJoin(t, "untrusted", spoke2)
+	// orphan is added on the same API server (see forgetting).
+	forgetCluster(t, "untrusted")
 	execConfig, err := spoke2.ExecKubeconfig(t.TempDir())
 	assert.NilError(t, err)
 	secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
@@ -94,6 +96,8 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 // commands read and write on their own never show, in any encoding.
 func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 	addAndJoin(t, "verbose", spoke2)
+	// verbose-secret-only is added on the same API server (see forgetting).
+	forgetCluster(t, "verbose")
 	rotated := signedCert(t, spoke2, "verbose-rotated", time.Now().Add(2*365*24*time.Hour))
 	creds := map[string][]byte{
 		"stored client key":  currentUser(kubeconfigOf(t, spoke2)).ClientKeyData,
@@ -103,8 +107,9 @@ func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 	assert.Check(t, is.Len(leaktest.Find(readFile(t, rotatedFile), creds), 1), "the search finds a key in a kubeconfig, so it can fail")
 	for _, args := range [][]string{
 		{"status", "verbose"},
-		{"add", "verbose", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"},
+		// verbose-secret-only first: the run again of verbose records its cluster anew.
 		{"add", "verbose-secret-only", "--spoke-kubeconfig", spoke2.Kubeconfig},
+		{"add", "verbose", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"},
 		{"rotate-kubeconfig", "verbose", "--spoke-kubeconfig", rotatedFile},
 		{"force-remove", "verbose", "--yes"},
 	} {

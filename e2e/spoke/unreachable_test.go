@@ -103,6 +103,7 @@ func waitDark(t *testing.T, name, status, taint string) {
 
 func TestAgentStoppedSpoke(t *testing.T) {
 	addAndJoin(t, "silent-1", spoke1)
+	forgetCluster(t, "silent-1") // two spokes of one API server (see forgetting)
 	addAndJoin(t, "silent-2", spoke1)
 	// Joined by the agent: it reports the spoke's version and renews its lease on the hub.
 	mc := managedCluster(t, "silent-1")

@@ -119,9 +119,11 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			For a Spoke that exists already, the new kubeconfig is stored only
 			when its cluster is shown to be the Spoke's: by the stored
 			kubeconfig, or when that secret is gone (purged in addon mode) by
-			the ManagedCluster's id.k8s.io cluster claim against the cluster's
-			own ClusterClaim; otherwise add exits 3 and writes nothing. It never
-			writes a secret the Hub or another Spoke names.
+			the kube-system namespace UID recorded on the Spoke when a
+			kubeconfig was stored; otherwise add exits 3 and writes nothing. It
+			never writes a secret the Hub or another Spoke names. A cluster
+			whose kube-system UID another Spoke records is refused (exit 3),
+			naming that Spoke: the hub has it already under another name.
 
 			A cluster whose klusterlet is still registered with another hub (its
 			bootstrap kubeconfig, secret
@@ -566,6 +568,9 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	}
 	f.ClusterUID = id.UID
 	if f.Spoke, err = o.checkName(ctx, id); err != nil {
+		return nil, err
+	}
+	if err := o.hub.refuseKnownCluster(ctx, o.Name, id); err != nil {
 		return nil, err
 	}
 	if f.Kubeconfig, err = kc.Bytes(); err != nil {

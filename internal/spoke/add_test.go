@@ -48,6 +48,7 @@ func fakeFleet(t *testing.T) *clitest.APIServer {
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 404, notFound)
 	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 404, notFound)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
 	// Unified mode: no agent add-on registered.
 	srv.Respond("GET /apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/fleetconfig-controller-agent", 404, notFound)
 	// Never joined to any hub: no klusterlet bootstrap kubeconfig.
@@ -241,30 +242,30 @@ func managedClusterWithClaim(claim string) string {
 
 // A purged secret is no way in: add of an existing Spoke whose secret is
 // gone stores the new credential only when the cluster is shown to be the
-// Spoke's another way (its id.k8s.io claim), else refuses writing nothing.
+// Spoke's another way, by the kube-system UID recorded on the Spoke, else
+// refuses writing nothing. The id.k8s.io claim, which anyone may read on
+// the hub and set on their own cluster, proves nothing.
 func TestAddOfASpokeWhoseSecretIsGone(t *testing.T) {
 	for name, tc := range map[string]struct {
-		hubClaim, clusterClaim string
-		want                   int
-		wantErr                string
+		recordedUID string
+		want        int
+		wantErr     string
 	}{
-		"no claim on the hub":     {"", "c-1", exitcode.Refused, "its kubeconfig secret spoke-1-kubeconfig is gone"},
-		"no claim on the cluster": {"c-1", "", exitcode.Refused, "ClusterClaim cannot be read: there is none"},
-		"another cluster":         {"c-1", "c-2", exitcode.Refused, "already exists for another cluster"},
-		"the same cluster":        {"c-1", "c-1", exitcode.OK, ""},
+		"no UID recorded, the claims match": {"", exitcode.Refused, "recorded no kube-system UID on it"},
+		"another cluster recorded":          {"ks-2", exitcode.Refused, "already exists for another cluster (the kube-system UID recorded on it differs"},
+		"the same cluster":                  {"ks-1", exitcode.OK, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := fakeFleet(t)
-			srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, existingSpoke1)
-			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
-			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterWithClaim(tc.hubClaim))
-			// The new kubeconfig reaches the same fake server: its ClusterClaim.
-			if tc.clusterClaim != "" {
-				srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 200,
-					`{"apiVersion":"cluster.open-cluster-management.io/v1alpha1","kind":"ClusterClaim","metadata":{"name":"id.k8s.io"},"spec":{"value":"`+tc.clusterClaim+`"}}`)
-			} else {
-				srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 404, notFound)
+			annotations := `{}`
+			if tc.recordedUID != "" {
+				annotations = `{"spoke.spokekit.io/kube-system-uid":"` + tc.recordedUID + `"}`
 			}
+			srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, recordedSpokeJSON("spoke-1", "spoke-1-kubeconfig", annotations))
+			srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterWithClaim("c-1"))
+			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1alpha1/clusterclaims/id.k8s.io", 200,
+				`{"apiVersion":"cluster.open-cluster-management.io/v1alpha1","kind":"ClusterClaim","metadata":{"name":"id.k8s.io"},"spec":{"value":"c-1"}}`)
 			srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
 			srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, existingSpoke1)
 			code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig, "--overwrite")
@@ -359,6 +360,25 @@ func testCA(t *testing.T) []byte {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	assert.NilError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// A cluster the hub has already under another name, in any namespace, is
+// refused (exit 3) naming that Spoke, told by the kube-system UID recorded
+// on it; no Secret of another Spoke is read.
+func TestAddRefusesAClusterTheHubHasUnderAnotherName(t *testing.T) {
+	srv := fakeFleet(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[`+
+		`{"metadata":{"name":"edge-7","namespace":"other-fleet","annotations":{"spoke.spokekit.io/kube-system-uid":"ks-9"}},"spec":{}},`+
+		`{"metadata":{"name":"edge-3","namespace":"other-fleet","annotations":{"spoke.spokekit.io/kube-system-uid":"ks-1"}},"spec":{}}]}`)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+	srv.Respond("POST /api/v1/namespaces/mural-system/secrets", 201, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig"}}`)
+	code, _, errOut := runSpoke(srv, "add", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
+	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
+	assert.Check(t, is.Contains(errOut, "the hub already has this cluster as spoke other-fleet/edge-3"))
+	assert.Check(t, is.Len(writes(srv), 0))
+	for _, r := range srv.Requests() {
+		assert.Check(t, !strings.Contains(r, "namespaces/other-fleet/secrets"), "another Spoke's Secret was read: %s", r)
+	}
 }
 
 // A dry run shows the secret add writes, not the metadata of the one there:

@@ -375,7 +375,7 @@ func noSecretToRotate(s *fleetconfig.Spoke) error {
 		return exitcode.RefusedErrorf("spoke %s's kubeconfig secret %s was purged once the agent on the spoke took it over (cleanupConfig.purgeKubeconfigSecret): the hub uses no stored kubeconfig for it any more, so there is nothing to rotate; nothing was changed. To keep one anyway: kubectl spoke set %s cleanupConfig.purgeKubeconfigSecret=false, then kubectl spoke add %s --spoke-kubeconfig FILE (it proves the cluster is the same before storing it)",
 			s.Name, ref, s.Name, s.Name)
 	}
-	return exitcode.RefusedErrorf("spoke %s's kubeconfig secret %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: store it with kubectl spoke add %s --spoke-kubeconfig FILE, which proves the cluster is the same another way (its id.k8s.io cluster claim)",
+	return exitcode.RefusedErrorf("spoke %s's kubeconfig secret %s does not exist, so there is nothing to compare the new kubeconfig with; nothing was changed: store it with kubectl spoke add %s --spoke-kubeconfig FILE, which proves the cluster is the same another way (the kube-system UID recorded on the Spoke)",
 		s.Name, ref, s.Name)
 }
 

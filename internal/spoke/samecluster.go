@@ -6,12 +6,8 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
@@ -19,11 +15,16 @@ import (
 // proveSameCluster shows that the cluster the new kubeconfig kc reaches
 // (identity id) is the one Spoke s registers, and says on what grounds.
 // The stored kubeconfig decides when it can be read. When it cannot (in
-// addon mode the secret is purged once the agent took over), the only other
-// record on the hub is the id.k8s.io claim the spoke's agent reported into
-// its ManagedCluster, compared with the new cluster's own ClusterClaim. With
-// neither, or when anything cannot be read, it refuses (exit 3): a
-// credential never goes under a Spoke it could not be tied to.
+// addon mode the secret is purged once the agent took over), the only
+// other record is the kube-system namespace UID kubectl spoke recorded on
+// the Spoke when it stored a kubeconfig (see Record), compared with the
+// new cluster's. With neither, or when anything cannot be read, it refuses
+// (exit 3): a credential never goes under a Spoke it could not be tied to.
+//
+// What the recorded UID does not prove: whoever may patch Spokes may also
+// rewrite the record, so it shows only that the new kubeconfig reaches the
+// cluster recorded, not that the record is the one kubectl spoke wrote;
+// and a cluster restored from a backup of another's etcd shares its UID.
 func (h *HubClient) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, kc *kubeconfig.Kubeconfig, id kubeconfig.Identity) (string, error) {
 	old, _, err := h.StoredKubeconfig(ctx, s)
 	var status apierrors.APIStatus
@@ -42,54 +43,39 @@ func (h *HubClient) proveSameCluster(ctx context.Context, s *fleetconfig.Spoke, 
 	if errors.Is(err, errNoSecret) {
 		why = fmt.Sprintf("its kubeconfig secret %s is gone (in addon mode cleanupConfig.purgeKubeconfigSecret deletes it once the agent took over)", s.Spec.Kubeconfig.SecretReference.Name)
 	}
-	mc, err := h.ManagedCluster(ctx, s.Name)
+	rec, err := readRecord(s)
 	if err != nil {
-		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is this cluster: %s, and %w; nothing was changed", s.Name, why, err)
+		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is the cluster %s reaches: %s, and %w; nothing was changed", s.Name, kc.Server, why, err)
 	}
-	want := ""
-	if mc != nil {
-		want = mc.Claim(ocm.ClusterIDClaim)
+	if rec.ClusterUID == "" {
+		return "", exitcode.RefusedErrorf("spoke %s already exists and nothing on the hub shows it is the cluster %s reaches: %s, and kubectl spoke recorded no kube-system UID on it (annotation %s); nothing was changed: pick another name, or remove the spoke and add it again",
+			s.Name, kc.Server, why, RecordClusterUIDAnnotation)
 	}
-	if want == "" {
-		return "", exitcode.RefusedErrorf("spoke %s already exists and nothing on the hub shows it is the cluster %s reaches: %s, and its ManagedCluster reports no %s cluster claim; nothing was changed: pick another name, or create the ClusterClaim %s on that spoke cluster (its agent reports it to the hub) and run this again",
-			s.Name, kc.Server, why, ocm.ClusterIDClaim, ocm.ClusterIDClaim)
+	if rec.ClusterUID != id.UID {
+		return "", exitcode.RefusedErrorf("spoke %s already exists for another cluster (the kube-system UID recorded on it differs from the one of the cluster %s reaches); nothing was changed: pick another name", s.Name, kc.Server)
 	}
-	got, err := clusterIDClaim(ctx, kc)
-	if err != nil {
-		return "", exitcode.RefusedErrorf("cannot tell whether spoke %s is the cluster %s reaches: %s, and that cluster's %s ClusterClaim cannot be read: %w; nothing was changed", s.Name, kc.Server, why, ocm.ClusterIDClaim, err)
-	}
-	if got != want {
-		return "", exitcode.RefusedErrorf("spoke %s already exists for another cluster (its ManagedCluster's %s claim differs from the one of the cluster %s reaches); nothing was changed: pick another name", s.Name, ocm.ClusterIDClaim, kc.Server)
-	}
-	return "cluster claim " + ocm.ClusterIDClaim, nil
+	return "kube-system namespace UID recorded on the Spoke", nil
 }
 
-// clusterIDClaim reads the value of the cluster's id.k8s.io ClusterClaim.
-func clusterIDClaim(ctx context.Context, kc *kubeconfig.Kubeconfig) (string, error) {
-	cfg, err := kc.RESTConfig()
+// refuseKnownCluster refuses adding the cluster id under name when another
+// Spoke of the hub records the same kube-system UID: a second join would
+// register the one klusterlet again under the new name, and the first
+// spoke would go dark. Only the records on the Spokes are read, never
+// their Secrets.
+func (h *HubClient) refuseKnownCluster(ctx context.Context, name string, id kubeconfig.Identity) error {
+	spokes, err := h.listedSpokes(ctx, "", "")
 	if err != nil {
-		return "", err
+		return exitcode.RefusedErrorf("cannot tell whether the hub has this cluster under another name: %w; nothing was changed", err)
 	}
-	cfg.Timeout = kubeconfig.ReachTimeout
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return "", err
+	for i := range spokes {
+		s := &spokes[i]
+		if s.Name == name && s.Namespace == h.Namespace {
+			continue
+		}
+		if rec, err := readRecord(s); err == nil && rec.ClusterUID != "" && rec.ClusterUID == id.UID {
+			return exitcode.RefusedErrorf("the hub already has this cluster as spoke %s/%s (the kube-system UID recorded on it is this cluster's); nothing was changed: a second join would register its one klusterlet again under the new name, and %s would go dark. Use %s, or remove it first (kubectl spoke remove %s -n %s)",
+				s.Namespace, s.Name, s.Name, s.Name, s.Name, s.Namespace)
+		}
 	}
-	u, err := dyn.Resource(ocm.ClusterClaimResource).Get(ctx, ocm.ClusterIDClaim, metav1.GetOptions{})
-	var status apierrors.APIStatus
-	switch {
-	case apierrors.IsNotFound(err):
-		return "", errors.New("there is none")
-	case errors.As(err, &status):
-		return "", err
-	case err != nil:
-		// Not the transport's own text: it may quote the server URL with
-		// its credentials.
-		return "", errors.New("its API server did not answer")
-	}
-	v, _, _ := unstructured.NestedString(u.Object, "spec", "value")
-	if v == "" {
-		return "", errors.New("it has no value")
-	}
-	return v, nil
+	return nil
 }
