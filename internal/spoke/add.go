@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -116,6 +117,16 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			default without one), so the join starts now; with --wait it
 			follows the join until the cluster is available.
 
+			With --helmrelease and --apply (a hub whose release Flux manages),
+			it creates no Spoke: it server-side applies the edited HelmRelease
+			to the hub under its own field manager, so Flux upgrades the
+			release now and the release's job applies the Spoke. It refuses
+			(exit 3, nothing written) when there is no such HelmRelease on the
+			hub, or when the live one differs from the file outside
+			spec.values. With --wait it waits for the HelmRelease to be Ready
+			at the applied generation, then for the join. Commit the file
+			where Flux reads it: Flux applies it from Git again.
+
 			For a Spoke that exists already, the new kubeconfig is stored only
 			when its cluster is shown to be the Spoke's: by the stored
 			kubeconfig, or when that secret is gone (purged in addon mode) by
@@ -154,8 +165,8 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	fl.StringVar(&o.CopyFrom, "copy-from", "", "Entry of fleetConfig.spokes to copy ociRegistry, hubRef and the klusterlet's settings from (of hub-as-spoke only ociRegistry and hubRef); default the first that is not hub-as-spoke.")
 	fl.StringVar(&o.OCIRegistry, "oci-registry", "", "The new entry's ociRegistry, as a YAML mapping (e.g. '{endpoint: oci://registry.example.com/mural}'), instead of the copied one.")
 	fl.StringVar(&o.HubName, "hub", "", "Hub resource the spoke joins, when the namespace has several.")
-	fl.BoolVar(&o.Apply, "apply", false, "For a hub without a Helm-managed release: also create the Spoke now, as the chart would render it (with Helm's ownership marks only when the release's chart renders Spokes itself).")
-	fl.BoolVar(&o.Wait, "wait", false, "With --release or --apply: wait until the spoke has joined and is available.")
+	fl.BoolVar(&o.Apply, "apply", false, "For a hub without a Helm-managed release: also create the Spoke now, as the chart would render it (with Helm's ownership marks only when the release's chart renders Spokes itself). With --helmrelease: server-side apply the edited HelmRelease to the hub instead, refused when the live one differs from the file outside spec.values.")
+	fl.BoolVar(&o.Wait, "wait", false, "With --release or --apply: wait until the spoke has joined and is available (with --helmrelease --apply, first until the HelmRelease is Ready).")
 	fl.BoolVar(&o.Overwrite, "overwrite", false, "Replace an existing NAME-kubeconfig secret that reaches a different cluster.")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0: no limit).")
 	fl.BoolVar(&o.Cleanup.PurgeKlusterletOperator, "purge-klusterlet-operator", o.Cleanup.PurgeKlusterletOperator, "cleanupConfig: on removal, remove the Klusterlet operator and the OCM namespaces from the spoke.")
@@ -270,6 +281,9 @@ type addFacts struct {
 	// HelmOwned is whether the hub's release renders Spokes itself, so
 	// that Helm owns one --apply creates.
 	HelmOwned bool
+	// FluxLive is the live HelmRelease --helmrelease --apply applies over
+	// (nil: no such apply).
+	FluxLive *unstructured.Unstructured
 }
 
 // secretHolds is what an existing secret with another kubeconfig holds.
@@ -300,6 +314,8 @@ type addPlan struct {
 	RecordAction recordAction  `json:"recordAction"`
 	// Release is the upgrade of --release (nil: none given).
 	Release *releaseUpgrade `json:"release,omitempty"`
+	// Flux is the apply of the --helmrelease file (nil: none).
+	Flux *fluxApply `json:"flux,omitempty"`
 }
 
 // recordAction is how add records what it wrote on the Spoke.
@@ -377,7 +393,20 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 	if p.Spoke, err = RenderSpoke(o.Name, f.Hub, name, entry, chart); err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
 	}
-	if o.Apply {
+	if f.FluxLive != nil {
+		// Flux upgrades the release, whose job applies the Spoke.
+		edited := f.File.Data
+		if p.Edited != nil {
+			edited = p.Edited
+		}
+		obj, err := values.ReleaseObject(edited)
+		if err != nil {
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
+		}
+		if p.Flux, err = planFluxApply(obj, f.FluxLive); err != nil {
+			return nil, err
+		}
+	} else if o.Apply {
 		// checkName showed an existing Spoke is this cluster's: a re-run.
 		p.SpokeAction = spokeCreate
 		if f.Spoke != nil {
@@ -483,7 +512,15 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		report.Secret = secretWrite{Namespace: plan.Secret.Namespace, Name: plan.Secret.Name, Key: plan.Secret.Key, Data: facts.Redacted}.object()
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
-		if err := hub.WaitJoined(ctx, o.Name, cli.NewDeadline(o.Timeout), p); err != nil {
+		d := cli.NewDeadline(o.Timeout)
+		if plan.Flux != nil {
+			if err := plan.Flux.waitReady(ctx, hub, d, p); err != nil {
+				_ = o.print(report)
+				return fmt.Errorf("%w; the secret, the file and the HelmRelease are in place: kubectl describe helmrelease %s -n %s shows why, or run the same add again to keep waiting", err, plan.Flux.Name, plan.Flux.Namespace)
+			}
+			report.Steps = append(report.Steps, Step{"helmrelease " + plan.Flux.Namespace + "/" + plan.Flux.Name, "Ready: Flux upgraded the release"})
+		}
+		if err := hub.WaitJoined(ctx, o.Name, d, p); err != nil {
 			_ = o.print(report)
 			return fmt.Errorf("%w; the secret, values entry and Spoke (or the release's revision that applies it) are in place: run `kubectl spoke status %s` to see why, or the same add again to keep waiting", err, o.Name)
 		}
@@ -518,7 +555,7 @@ func (o *AddOptions) next(hub *fleetconfig.Hub) string {
 	case o.Release != "":
 		return "the release's job applies the Spoke after the upgrade: kubectl spoke status " + o.Name
 	case o.ReleaseFile != "" && o.Apply:
-		return "apply " + o.ReleaseFile + " to the hub (or commit it where Flux reads it), so the release keeps the spoke's entry"
+		return "commit " + o.ReleaseFile + " where Flux reads it: its next reconcile applies the file from Git again, and without the entry would unregister the spoke"
 	case o.ReleaseFile != "":
 		return "apply " + o.ReleaseFile + " to the hub (or commit it where Flux reads it): Flux's upgrade registers the spoke; then: kubectl spoke status " + o.Name
 	case o.Apply && file != "":
@@ -546,7 +583,16 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if f.releaseClient, f.Release, err = o.readRelease(o.hub.Namespace); err != nil {
 		return nil, err
 	}
-	if o.Apply {
+	switch {
+	case o.Apply && o.ReleaseFile != "":
+		obj, err := values.ReleaseObject(f.File.Data)
+		if err != nil {
+			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
+		}
+		if f.FluxLive, err = o.hub.readFluxRelease(ctx, obj); err != nil {
+			return nil, err
+		}
+	case o.Apply:
 		if f.HelmOwned, err = o.hub.helmOwnsSpokes(ctx, f.Hub); err != nil {
 			return nil, err
 		}
@@ -622,6 +668,12 @@ func (p *addPlan) access(wait bool, hub *HubClient) []authz.Permission {
 	}
 	if p.SpokeAction != spokeNotApplied && wait {
 		out = append(out, hub.waitJoinedAccess()...)
+	}
+	if p.Flux != nil {
+		out = append(out, p.Flux.access(wait)...)
+		if wait {
+			out = append(out, hub.waitJoinedAccess()...)
+		}
 	}
 	return out
 }
@@ -715,6 +767,9 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 	if err := plan.Release.apply(ctx, o.DryRun, o.Timeout, p); err != nil {
 		return fmt.Errorf("%w; the secret %s and the values file are in place: run the same command again", err, plan.Secret.Name)
 	}
+	if err := plan.Flux.apply(ctx, o.hub, o.DryRun, p); err != nil {
+		return fmt.Errorf("%w; the secret %s and the file are in place", err, plan.Secret.Name)
+	}
 	if plan.SpokeAction == spokeCreate && o.DryRun != cli.DryRunClient {
 		p.Update("creating Spoke %s", o.Name)
 		if err := o.hub.createSpoke(ctx, plan.Spoke, o.DryRun); err != nil {
@@ -750,6 +805,9 @@ func (p *addPlan) steps(ns, name string, dryRun cli.DryRun) []Step {
 	}
 	if p.Release != nil {
 		out = append(out, p.Release.step(ns, dryRun))
+	}
+	if p.Flux != nil {
+		out = append(out, p.Flux.step(dryRun))
 	}
 	switch p.SpokeAction {
 	case spokeCreate:

@@ -428,6 +428,8 @@ func TestAddNextStepNamesTheUpgrade(t *testing.T) {
 	assert.Check(t, is.Contains(o.next(hub), "the entry `- name: spoke-2` to fleetConfig.spokes"))
 	assert.Check(t, is.Contains(o.next(hub), "Flux"))
 	o.ReleaseFile = "mural.yaml"
+	assert.Check(t, is.Contains(o.next(hub), "commit mural.yaml where Flux reads it"))
+	o.Apply = false
 	assert.Check(t, is.Contains(o.next(hub), "apply mural.yaml to the hub (or commit it where Flux reads it)"))
 }
 

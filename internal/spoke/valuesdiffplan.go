@@ -251,12 +251,8 @@ func isZero(v any) bool {
 // normalized is v as JSON gives it back (numbers float64, maps
 // map[string]any), so values from YAML and from the server compare.
 func normalized(v map[string]any) map[string]any {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return map[string]any{}
-	}
-	var out map[string]any
-	if json.Unmarshal(data, &out) != nil || out == nil {
+	out, _ := jsonValue(v).(map[string]any)
+	if out == nil {
 		return map[string]any{}
 	}
 	return out

@@ -2,6 +2,8 @@ package values
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -43,5 +45,30 @@ func ReleaseName(src []byte) (name, namespace string) {
 		if doc.Kind == "HelmRelease" {
 			return doc.Metadata.Name, doc.Metadata.Namespace
 		}
+	}
+}
+
+// ReleaseObject is the HelmRelease of src, decoded as JSON would decode it
+// (what a server-side apply sends), for add --helmrelease --apply.
+func ReleaseObject(src []byte) (map[string]any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			return nil, errors.New("the file holds no HelmRelease")
+		}
+		if doc["kind"] != "HelmRelease" {
+			continue
+		}
+		// Through JSON: numbers and maps as the API server's answer has them.
+		data, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("reading the HelmRelease: %w", err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, fmt.Errorf("reading the HelmRelease: %w", err)
+		}
+		return out, nil
 	}
 }
