@@ -101,6 +101,9 @@ func TestReleaseAddAndRemove(t *testing.T) {
 	waitAvailable(t, "rel-new")
 	// The job applied it: Helm neither owns nor marks it.
 	assert.Check(t, is.Equal(spokeObject(t, "rel-new").GetAnnotations()["meta.helm.sh/release-name"], ""))
+	// Once it joined, add recorded its cluster on it, so that a second name is refused.
+	assert.Check(t, spokeObject(t, "rel-new").GetAnnotations()[spokekitUIDAnnotation] != "", "the cluster's UID is recorded")
+	assert.Check(t, is.Contains(r.Stdout, "written once the Spoke joined"), r)
 
 	// A release that is pending or failed is refused, and nothing written.
 	for _, status := range []rcommon.Status{rcommon.StatusPendingUpgrade, rcommon.StatusFailed} {

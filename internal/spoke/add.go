@@ -525,6 +525,11 @@ func (o *AddOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("%w; the secret, values entry and Spoke (or the release's revision that applies it) are in place: run `kubectl spoke status %s` to see why, or the same add again to keep waiting", err, o.Name)
 		}
 		report.Steps = append(report.Steps, Step{"join", "joined and available"})
+		if plan.RecordAction == recordNoSpokeYet {
+			if err := o.recordJoined(ctx, plan, report); err != nil {
+				return err
+			}
+		}
 	}
 	report.Next = o.next(facts.Hub)
 	return o.print(report)
@@ -663,7 +668,7 @@ func (p *addPlan) access(wait bool, hub *HubClient) []authz.Permission {
 	if p.SpokeAction != spokeNotApplied {
 		out = append(out, hub.spokeAccess("create")...)
 	}
-	if p.RecordPatch != nil {
+	if p.RecordPatch != nil || (p.RecordAction == recordNoSpokeYet && (p.Release != nil || p.Flux != nil) && wait) {
 		out = append(out, hub.spokeAccess("patch")...)
 	}
 	if p.SpokeAction != spokeNotApplied && wait {
@@ -780,6 +785,29 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 		p.Update("recording the secret on Spoke %s", o.Name)
 		if err := o.hub.patchSpoke(ctx, o.Name, plan.RecordPatch, o.DryRun); err != nil {
 			return fmt.Errorf("recording what was written on Spoke %s: %w; the secret and values entry are in place: run the same command again", o.Name, err)
+		}
+	}
+	return nil
+}
+
+// recordJoined records on the Spoke the release's job applied what add
+// wrote, once the wait saw it join: the record the Spoke could not carry
+// before it existed (see Record).
+func (o *AddOptions) recordJoined(ctx context.Context, plan *addPlan, report *AddReport) error {
+	s, err := o.hub.Spoke(ctx, o.Name)
+	if err == nil && s == nil {
+		err = fmt.Errorf("spoke %s is gone", o.Name)
+	}
+	if err == nil && !recorded(s, plan.Record) {
+		err = o.hub.patchSpoke(ctx, o.Name, recordPatch(s, plan.Record), cli.DryRunNone)
+	}
+	if err != nil {
+		return fmt.Errorf("recording what was written on Spoke %s: %w; the spoke joined: run the same add again to record it", o.Name, err)
+	}
+	what := "record on spoke " + o.hub.Namespace + "/" + o.Name
+	for i := range report.Steps {
+		if report.Steps[i].What == what {
+			report.Steps[i].Result = "written once the Spoke joined (secret, credential, kube-system UID)"
 		}
 	}
 	return nil
