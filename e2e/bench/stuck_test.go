@@ -47,7 +47,7 @@ func BenchmarkStuckDrain(b *testing.B) {
 			}
 			assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), fixture.Docs(docs...)))
 			waitPods(b, c, ns, func(ready map[string]int) bool { return ready[ns+"-00"] == surgeApps })
-			waitBudgetsSettled(b, c, ns, surgeApps)
+			waitBudgetsSettled(b, c, ns, surgeApps, 1)
 			addNodes(b, c, ns, []string{ns + "-spare"})
 			stop := watchAppsDown(b, c, ns)
 			took = append(took, measure(b, cmd, kubectl, "fleetdrain", "node", ns+"-00", "--surge", "--ignore-daemonsets").Wall.Seconds())
@@ -56,6 +56,38 @@ func BenchmarkStuckDrain(b *testing.B) {
 		}
 		add(fmt.Sprintf("fleetdrain node --surge, %d single-replica Deployments each under a budget allowing no disruption (kubectl drain: waits forever)", surgeApps), "s", took, nil, "≤ readiness + 5 s per wave")
 		add(fmt.Sprintf("budget violations (a Deployment with no Ready pod) during the --surge drain of %d single replicas", surgeApps), "violations", violations, nil, "0, checked on every event")
+	})
+
+	b.Run("Deadlock", func(b *testing.B) {
+		var two, one []float64
+		run := 0
+		alternate(pairs,
+			func(int) {
+				run++
+				ns := fmt.Sprintf("deadlock-%d", run)
+				nodes := deadlockPool(b, c, ns)
+				rctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				replaced, err := c.ReplaceFirstDrained(rctx, ns, nodes, ns+"-new", map[string]string{"pool": ns, "kubernetes.io/hostname": ns + "-new", "type": "kwok"})
+				assert.NilError(b, err)
+				two = append(two, measure(b, cmd, kubectl, "fleetdrain", "node", nodes[0], nodes[1], "--max-concurrent", "2", "--pdb-timeout", "5m").Wall.Seconds())
+				select {
+				case r := <-replaced:
+					assert.NilError(b, r.Err)
+				default:
+					b.Fatalf("both nodes of %s drained, yet no node was seen empty", ns)
+				}
+				teardownPool(b, c, ns)
+			},
+			func(int) {
+				run++
+				ns := fmt.Sprintf("deadlock-%d", run)
+				nodes := deadlockPool(b, c, ns)
+				addNodes(b, c, ns, []string{ns + "-new"})
+				one = append(one, measure(b, cmd, kubectl, "fleetdrain", "node", nodes[0]).Wall.Seconds())
+				teardownPool(b, c, ns)
+			})
+		add("fleetdrain node, 2 nodes in a budget deadlock (each holds a pod of budgets a and b, each allowing 1; room only once a node is drained and its Machine replaced), --max-concurrent 2 / one of those nodes drained alone, with room", "s", two, one, "≤ 2 (unordered: --pdb-timeout)")
 	})
 
 	b.Run("Unreachable", func(b *testing.B) {
@@ -95,8 +127,9 @@ spec:
 	})
 }
 
-// waitBudgetsSettled waits until the n budgets of ns have a current status.
-func waitBudgetsSettled(b *testing.B, c *harness.Cluster, ns string, n int) {
+// waitBudgetsSettled waits until the n budgets of ns have a current status
+// counting healthy pods each.
+func waitBudgetsSettled(b *testing.B, c *harness.Cluster, ns string, n, healthy int) {
 	err := wait.PollUntilContextTimeout(ctx(b, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
 		l, err := c.Kube.PolicyV1().PodDisruptionBudgets(ns).List(cx, metav1.ListOptions{})
 		if err != nil {
@@ -104,13 +137,45 @@ func waitBudgetsSettled(b *testing.B, c *harness.Cluster, ns string, n int) {
 		}
 		settled := 0
 		for _, p := range l.Items {
-			if p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 1 {
+			if p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == int32(healthy) {
 				settled++
 			}
 		}
 		return settled == n, nil
 	})
 	assert.NilError(b, err, "waiting for the budgets of %s to settle", ns)
+}
+
+// deadlockPool is two nodes of pool ns, each running one pod of
+// Deployments a and b, each Deployment under a budget that lets one pod go.
+func deadlockPool(b *testing.B, c *harness.Cluster, ns string) []string {
+	nodes := []string{ns + "-1", ns + "-2"}
+	addNodes(b, c, ns, nodes)
+	// The spread counts only nodes without taints: both must have lost the
+	// not-ready taint a new node starts with.
+	err := wait.PollUntilContextTimeout(ctx(b, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		l, err := c.Kube.CoreV1().Nodes().List(cx, metav1.ListOptions{LabelSelector: "pool=" + ns})
+		if err != nil {
+			return false, err
+		}
+		for _, n := range l.Items {
+			if len(n.Spec.Taints) > 0 {
+				return false, nil
+			}
+		}
+		return len(l.Items) == 2, nil
+	})
+	assert.NilError(b, err, "waiting for the nodes of %s to lose their taints", ns)
+	assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), fixture.Docs(
+		fixture.Namespace(ns),
+		fixture.Workload{Namespace: ns, Name: "a", Replicas: 2, Pool: ns, Spread: true}.YAML(),
+		fixture.Budget(ns, "a", "a", "minAvailable: 1"),
+		fixture.Workload{Namespace: ns, Name: "b", Replicas: 2, Pool: ns, Spread: true}.YAML(),
+		fixture.Budget(ns, "b", "b", "minAvailable: 1"),
+	)))
+	waitPods(b, c, ns, func(ready map[string]int) bool { return ready[nodes[0]] == 2 && ready[nodes[1]] == 2 })
+	waitBudgetsSettled(b, c, ns, 2, 2)
+	return nodes
 }
 
 // waitReadyUnknown waits until the node lifecycle controller marks node

@@ -5,7 +5,6 @@ package fleetdrain
 import (
 	"context"
 	"fmt"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,13 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
-	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 )
 
@@ -172,71 +168,21 @@ func TestBudgetDeadlockIsOrdered(t *testing.T) {
 		assert.Check(t, is.Contains(deadlock[0], "dl-1, then dl-2"), r.Stdout)
 	}
 
-	replaced := replaceDrainedNode(t, c, "dl", []string{"dl-1", "dl-2"}, "dl-3")
+	replaced, err := c.ReplaceFirstDrained(ctx(t, 10*time.Minute), "dl", []string{"dl-1", "dl-2"}, "dl-3",
+		map[string]string{"pool": "dl", "kubernetes.io/hostname": "dl-3", "type": "kwok"})
+	assert.NilError(t, err)
 	r = kubectl(t, c, drain...)
 	assert.Equal(t, r.ExitCode, 0, "waiting on each other would end at --pdb-timeout, exit 1: %s", r)
 	for _, n := range parseReport(t, r).Items {
 		assert.Check(t, is.Equal(n.Result, "Drained"), "node %s", n.Metadata.Name)
 	}
-	assert.Check(t, is.Equal(<-replaced, "dl-1"), "the node the plan put first was drained first")
-}
-
-// replaceDrainedNode plays the platform: once one of nodes has no pod of ns
-// left that is not terminating, it registers node (in the pool of ns) as a
-// Machine's replacement would, and sends which node was drained first.
-func replaceDrainedNode(t *testing.T, c *harness.Cluster, ns string, nodes []string, node string) <-chan string {
-	t.Helper()
-	first := make(chan string, 1)
-	ictx, cancel := context.WithCancel(ctx(t, 10*time.Minute))
-	t.Cleanup(cancel)
-	lw := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", ns, fields.Everything())
-	var store cache.Store
-	var mu sync.Mutex
-	synced, done := false, false
-	// check runs on every pod event once the first list is complete (a
-	// partial list would show a node empty).
-	check := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !synced || done {
-			return
-		}
-		left := map[string]int{}
-		for _, o := range store.List() {
-			if p := o.(*corev1.Pod); p.DeletionTimestamp == nil {
-				left[p.Spec.NodeName]++
-			}
-		}
-		for _, n := range nodes {
-			if left[n] > 0 {
-				continue
-			}
-			done = true
-			first <- n
-			_, err := c.Kube.CoreV1().Nodes().Create(ictx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-				Name:        node,
-				Labels:      map[string]string{"pool": ns, "kubernetes.io/hostname": node, "type": "kwok"},
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-			}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Errorf("registering the replacement node %s: %v", node, err)
-			}
-			return
-		}
+	select {
+	case first := <-replaced:
+		assert.NilError(t, first.Err)
+		assert.Check(t, is.Equal(first.Drained, "dl-1"), "the node the plan put first was drained first")
+	case <-ctx(t, time.Minute).Done():
+		t.Fatal("both nodes drained, yet no node was seen empty")
 	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { check() },
-			UpdateFunc: func(any, any) { check() },
-			DeleteFunc: func(any) { check() },
-		}})
-	go ctrl.RunWithContext(ictx)
-	assert.Check(t, cache.WaitForCacheSync(ictx.Done(), ctrl.HasSynced))
-	mu.Lock()
-	synced = true
-	mu.Unlock()
-	check()
-	return first
 }
 
 // --surge on a single replica whose budget allows no disruption: the
