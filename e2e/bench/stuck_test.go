@@ -115,7 +115,7 @@ spec:
       containers: [{name: app, image: nginx}]`, n)))
 		}
 		for _, n := range nodes {
-			waitReadyUnknown(b, c, n)
+			assert.NilError(b, c.WaitUnreachable(ctx(b, 4*time.Minute), n))
 		}
 		const bound = 2 * time.Minute
 		var took []float64
@@ -166,34 +166,10 @@ func deadlockPool(b *testing.B, c *harness.Cluster, ns string) []string {
 		return len(l.Items) == 2, nil
 	})
 	assert.NilError(b, err, "waiting for the nodes of %s to lose their taints", ns)
-	assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), fixture.Docs(
-		fixture.Namespace(ns),
-		fixture.Workload{Namespace: ns, Name: "a", Replicas: 2, Pool: ns, Spread: true}.YAML(),
-		fixture.Budget(ns, "a", "a", "minAvailable: 1"),
-		fixture.Workload{Namespace: ns, Name: "b", Replicas: 2, Pool: ns, Spread: true}.YAML(),
-		fixture.Budget(ns, "b", "b", "minAvailable: 1"),
-	)))
+	assert.NilError(b, c.ApplyYAML(ctx(b, time.Minute), fixture.CrossedBudgets(ns, ns)))
 	waitPods(b, c, ns, func(ready map[string]int) bool { return ready[nodes[0]] == 2 && ready[nodes[1]] == 2 })
 	waitBudgetsSettled(b, c, ns, 2, 2)
 	return nodes
-}
-
-// waitReadyUnknown waits until the node lifecycle controller marks node
-// Ready Unknown.
-func waitReadyUnknown(b *testing.B, c *harness.Cluster, node string) {
-	err := wait.PollUntilContextTimeout(ctx(b, 4*time.Minute), time.Second, 3*time.Minute, true, func(cx context.Context) (bool, error) {
-		n, err := c.Kube.CoreV1().Nodes().Get(cx, node, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				return cond.Status == corev1.ConditionUnknown, nil
-			}
-		}
-		return false, nil
-	})
-	assert.NilError(b, err, "waiting for %s to be Ready Unknown", node)
 }
 
 // watchAppsDown follows the pods of ns until stop is called, and counts

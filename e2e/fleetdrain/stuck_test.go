@@ -3,7 +3,6 @@
 package fleetdrain
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
@@ -42,19 +40,7 @@ func TestUnreachableNodeDrainEnds(t *testing.T) {
 		fixture.Budget("unr", "lost", "lost", "minAvailable: 2"),
 		boundDeployment("unr", "free", "unr-1"),
 	)))
-	err = wait.PollUntilContextTimeout(ctx(t, 4*time.Minute), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, err := c.Kube.CoreV1().Nodes().Get(ctx, "unr-1", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				return cond.Status == corev1.ConditionUnknown, nil
-			}
-		}
-		return false, nil
-	})
-	assert.NilError(t, err, "the node lifecycle controller marks unr-1 Ready Unknown")
+	assert.NilError(t, c.WaitUnreachable(ctx(t, 4*time.Minute), "unr-1"), "the node lifecycle controller marks unr-1 Ready Unknown")
 	waitList(t, c.Kube.CoreV1().RESTClient(), "pods", "unr", "", &corev1.Pod{}, "4 pods bound to unr-1", func(objs []any) bool { return len(objs) == 4 })
 	waitList(t, c.Kube.PolicyV1().RESTClient(), "poddisruptionbudgets", "unr", "", &policyv1.PodDisruptionBudget{},
 		"budget unr/lost with no healthy pod", func(objs []any) bool {
@@ -141,13 +127,7 @@ func TestBudgetDeadlockIsOrdered(t *testing.T) {
 		}
 		return clear == 2
 	})
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(
-		fixture.Namespace("dl"),
-		fixture.Workload{Namespace: "dl", Name: "a", Replicas: 2, Pool: "dl", Spread: true}.YAML(),
-		fixture.Budget("dl", "a", "a", "minAvailable: 1"),
-		fixture.Workload{Namespace: "dl", Name: "b", Replicas: 2, Pool: "dl", Spread: true}.YAML(),
-		fixture.Budget("dl", "b", "b", "minAvailable: 1"),
-	)))
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.CrossedBudgets("dl", "dl")))
 	waitPods(t, c, "dl", "", "a and b spread over dl-1 and dl-2", func(r map[string]int) bool { return r["dl-1"] == 2 && r["dl-2"] == 2 })
 	waitBudget(t, c, "dl", "a", 1)
 	waitBudget(t, c, "dl", "b", 1)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -74,4 +76,26 @@ func (c *Cluster) ReplaceFirstDrained(ctx context.Context, ns string, nodes []st
 	mu.Unlock()
 	check()
 	return out, nil
+}
+
+// WaitUnreachable waits until the node lifecycle controller marks node
+// Ready Unknown, as it does a node whose kubelet stopped answering (or, for
+// a node kwok does not play, never answered).
+func (c *Cluster) WaitUnreachable(ctx context.Context, node string) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionUnknown, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for node %s to be Ready Unknown: %w", node, err)
+	}
+	return nil
 }
