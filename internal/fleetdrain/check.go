@@ -179,13 +179,6 @@ func (o *CheckOptions) read(ctx context.Context) (CheckInput, error) {
 		in.NodeLabels[n.Name] = n.Labels
 	}
 	cannot := func(err error) error { return exitcode.RefusedError(fmt.Errorf("cannot check: %w", err)) }
-	allNodes, err := listed[corev1.Node](ctx, o.client.CoreV1().Nodes().List, o.ChunkSize, metav1.ListOptions{})
-	if err != nil {
-		return in, cannot(fmt.Errorf("listing nodes: %w", err))
-	}
-	for i := range allNodes {
-		in.AllNodes = append(in.AllNodes, &allNodes[i])
-	}
 	all := metav1.ListOptions{}
 	if len(o.Nodes) == 0 && o.Selector == "" {
 		if in.Pods, err = listed[corev1.Pod](ctx, o.client.CoreV1().Pods("").List, o.ChunkSize, all); err != nil {

@@ -69,8 +69,6 @@ type CheckInput struct {
 	// NodeLabels are the checked nodes' labels, by name: which of them name
 	// the node itself, for the node affinity of volumes.
 	NodeLabels map[string]map[string]string
-	// AllNodes are every node of the cluster: where else pods may run.
-	AllNodes []*corev1.Node
 	// AllowEmptyDir counts emptyDir volumes as scratch space (a Note).
 	AllowEmptyDir bool
 	// Rules decide, by node name, how Cluster API's drain of the next

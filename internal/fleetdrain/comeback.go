@@ -104,7 +104,11 @@ func termMatches(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
 const ReasonComesBack = "ComesBack"
 
 // comeBackFindings names each checked pod that ComesBack finds, with the
-// templates of the ReplicaSets and StatefulSets read.
+// templates of the ReplicaSets and StatefulSets read. check models a
+// replacement: the rollout's new Machine joins the pool before the old one
+// drains, so a pod held to the checked nodes by its node selector has
+// somewhere to go; only the reasons that bring it back to the drained node
+// count (no drained list, so "nowhere else" never fires).
 func comeBackFindings(f *findings, in CheckInput, pods []*corev1.Pod) {
 	templates := map[string]*corev1.PodSpec{}
 	for i := range in.ReplicaSets {
@@ -120,7 +124,7 @@ func comeBackFindings(f *findings, in CheckInput, pods []*corev1.Pod) {
 		if c := metav1.GetControllerOf(p); c != nil {
 			template = templates[c.Kind+"/"+namespacedName(p.Namespace, c.Name)]
 		}
-		if why := ComesBack(p, template, in.AllNodes, in.Nodes); why != "" {
+		if why := ComesBack(p, template, nil, nil); why != "" {
 			f.add(SeverityDisrupts, ReasonComesBack, podKind, p.Namespace, p.Name, []*corev1.Pod{p}, "its replacement "+why)
 		}
 	}

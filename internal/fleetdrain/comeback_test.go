@@ -92,8 +92,11 @@ func TestPlanAndCheckNameThePodsThatComeBack(t *testing.T) {
 	assert.NilError(t, o.drainNodes(context.Background()))
 	golden.Assert(t, out.String(), "plan-comes-back.golden")
 
-	in := CheckInput{Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned}, ReplicaSets: []appsv1.ReplicaSet{*rs},
-		AllNodes: []*corev1.Node{node("a", false, nil), node("b", false, nil)}}
+	// A pool's only node: its pods select the pool, and in a replacement the
+	// new Machine of the pool takes them, so that is no finding of check.
+	pooled := pod("ops", "pooled-1", "ReplicaSet", nil)
+	pooled.Spec.NodeName, pooled.Spec.NodeSelector = "a", map[string]string{"pool": "a"}
+	in := CheckInput{Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned, pooled}, ReplicaSets: []appsv1.ReplicaSet{*rs}}
 	var reasons []string
 	for _, f := range PlanCheck(in).Items {
 		if f.Reason == ReasonComesBack {
