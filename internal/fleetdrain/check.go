@@ -70,7 +70,11 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 			* Disrupts: Deployments and StatefulSets of one replica (down until
 			  their pod runs elsewhere), and StatefulSets of two or more replicas,
 			  or Deployments of a well-known quorum system (etcd, ZooKeeper,
-			  Kafka, ...), with no PodDisruptionBudget;
+			  Kafka, ...), with no PodDisruptionBudget, and pods whose replacement
+			  comes back to the node (they tolerate the cordon, or their template
+			  pins spec.nodeName) or has nowhere to go (their node selector or
+			  affinity names this node itself, which no new node of the pool
+			  matches);
 			* on a Cluster API Machine's node, what the Machine controller's
 			  drain in the next rollout does differently from an eviction (the
 			  pod label cluster.x-k8s.io/drain, and with --platform-kubeconfig

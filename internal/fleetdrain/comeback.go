@@ -106,9 +106,9 @@ const ReasonComesBack = "ComesBack"
 // comeBackFindings names each checked pod that ComesBack finds, with the
 // templates of the ReplicaSets and StatefulSets read. check models a
 // replacement: the rollout's new Machine joins the pool before the old one
-// drains, so a pod held to the checked nodes by its node selector has
-// somewhere to go; only the reasons that bring it back to the drained node
-// count (no drained list, so "nowhere else" never fires).
+// drains, carrying the old node's labels but not the ones that name the node
+// itself. So a pod held to its pool has somewhere to go, and one held to the
+// node by name (kubernetes.io/hostname, metadata.name) has not.
 func comeBackFindings(f *findings, in CheckInput, pods []*corev1.Pod) {
 	templates := map[string]*corev1.PodSpec{}
 	for i := range in.ReplicaSets {
@@ -124,8 +124,22 @@ func comeBackFindings(f *findings, in CheckInput, pods []*corev1.Pod) {
 		if c := metav1.GetControllerOf(p); c != nil {
 			template = templates[c.Kind+"/"+namespacedName(p.Namespace, c.Name)]
 		}
-		if why := ComesBack(p, template, nil, nil); why != "" {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.Spec.NodeName, Labels: in.NodeLabels[p.Spec.NodeName]}}
+		if why := ComesBack(p, template, []*corev1.Node{node, replacement(node)}, []string{node.Name}); why != "" {
 			f.add(SeverityDisrupts, ReasonComesBack, podKind, p.Namespace, p.Name, []*corev1.Pod{p}, "its replacement "+why)
 		}
 	}
+}
+
+// replacement is the node a rollout's new Machine brings in place of node:
+// the same labels but those naming the node itself (termNode's identity
+// keys), under a name of its own.
+func replacement(node *corev1.Node) *corev1.Node {
+	kept := map[string]string{}
+	for k, v := range node.Labels {
+		if k != corev1.LabelHostname && v != node.Name && v != node.Labels[corev1.LabelHostname] {
+			kept[k] = v
+		}
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name + " (replacement)", Labels: kept}}
 }

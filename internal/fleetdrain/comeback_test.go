@@ -92,21 +92,26 @@ func TestPlanAndCheckNameThePodsThatComeBack(t *testing.T) {
 	assert.NilError(t, o.drainNodes(context.Background()))
 	golden.Assert(t, out.String(), "plan-comes-back.golden")
 
-	// A pool's only node: its pods select the pool, and in a replacement the
-	// new Machine of the pool takes them, so that is no finding of check.
+	// A pool's only node: a pod that selects the pool goes to the pool's
+	// replacement node, so check names none; one that selects the node by
+	// its hostname has nowhere to go, and check names it.
 	pooled := pod("ops", "pooled-1", "ReplicaSet", nil)
-	pooled.Spec.NodeName, pooled.Spec.NodeSelector = "a", map[string]string{"pool": "a"}
-	in := CheckInput{Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned, pooled}, ReplicaSets: []appsv1.ReplicaSet{*rs}}
+	pooled.Spec.NodeName, pooled.Spec.NodeSelector = "a", map[string]string{"pool": "gpu"}
+	hosted := pod("ops", "hosted-1", "ReplicaSet", nil)
+	hosted.Spec.NodeName, hosted.Spec.NodeSelector = "a", map[string]string{corev1.LabelHostname: "a"}
+	in := CheckInput{Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned, pooled, hosted}, ReplicaSets: []appsv1.ReplicaSet{*rs},
+		NodeLabels: map[string]map[string]string{"a": {"pool": "gpu", corev1.LabelHostname: "a"}}}
 	var reasons []string
 	for _, f := range PlanCheck(in).Items {
 		if f.Reason == ReasonComesBack {
 			reasons = append(reasons, f.Object+": "+f.Message)
 		}
 	}
-	assert.Check(t, is.Len(reasons, 2), "%v", reasons)
+	assert.Check(t, is.Len(reasons, 3), "%v", reasons)
 	var buf bytes.Buffer
 	for _, r := range reasons {
 		buf.WriteString(r + "\n")
 	}
 	assert.Check(t, is.Contains(buf.String(), `pod/pinned-1: its replacement comes back: its controller's template pins spec.nodeName "a"`))
+	assert.Check(t, is.Contains(buf.String(), "pod/hosted-1: its replacement has nowhere else to go"))
 }
