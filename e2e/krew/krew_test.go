@@ -66,7 +66,7 @@ func TestManifestsPassKrewsValidator(t *testing.T) {
 	}
 }
 
-// A user checks a download as the README says, with the release's checksums.
+// A user checks a download as the README's Install section says, with the release's checksums.
 func TestChecksumsVerifyTheArchives(t *testing.T) {
 	user := newUser(t)
 	r, err := user.Run(ctx(t), "/bin/sh", "-c", "cd "+filepath.Join(served, "releases")+" && sha256sum -c "+checksums)

@@ -282,7 +282,7 @@ func approvalDryRun(t *testing.T, name string) []string {
 // agent's own request, and the cluster joins. Approving by hand a request
 // no join's bootstrap identity made is denied. (Approving the one made with
 // the join's token by hand is not: the policy cannot read the requested
-// subject, as the README says.)
+// subject, as docs/security.md says.)
 func TestLeastPrivilegeJoin(t *testing.T) {
 	const name = "edge-least"
 	t.Cleanup(func() { unjoinByHand(t, name) })

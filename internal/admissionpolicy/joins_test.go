@@ -24,7 +24,7 @@ var (
 	csrs   = schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"}
 	tokens = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	// joiner holds the base roles and both opt-in roles of join-command
-	// --accept, bound as the README says.
+	// --accept, bound as docs/permissions.md says.
 	joiner = []binding{
 		{Role: "spokekit-spoke"},
 		{Role: "spokekit-spoke-join", Namespace: "open-cluster-management"},

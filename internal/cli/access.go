@@ -16,7 +16,7 @@ func AccessRefusal(missing []string, rbac string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return exitcode.RefusedErrorf("the current user may not %s; nothing was changed: bind the roles of %s (see the README's Permissions section), or run as a user who may",
+	return exitcode.RefusedErrorf("the current user may not %s; nothing was changed: bind the roles of %s (see docs/permissions.md), or run as a user who may",
 		strings.Join(missing, ", "), rbac)
 }
 

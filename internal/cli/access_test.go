@@ -39,7 +39,7 @@ func TestPreflight(t *testing.T) {
 
 	err := Preflight(ctx, reviews(map[string]bool{"patch nodes": true, "watch pods": true}, nil).AuthorizationV1(), DryRunNone, "rbac.yaml", needs)
 	assert.Equal(t, exitcode.Of(err), exitcode.Refused)
-	assert.Error(t, err, "the current user may not patch nodes, watch pods; nothing was changed: bind the roles of rbac.yaml (see the README's Permissions section), or run as a user who may")
+	assert.Error(t, err, "the current user may not patch nodes, watch pods; nothing was changed: bind the roles of rbac.yaml (see docs/permissions.md), or run as a user who may")
 
 	// A check that cannot check refuses.
 	err = Preflight(ctx, reviews(nil, errors.New("connection refused")).AuthorizationV1(), DryRunServer, "rbac.yaml", needs)

@@ -13,7 +13,7 @@ import (
 // nothing) or server (send every write with dryRun=All). Its values are
 // those of kubectl's cmdutil.DryRunStrategy, which k8s.io/kubectl/pkg/drain
 // takes; kubectl's package itself is not imported here, so the plugins that
-// do not drain nodes do not carry it (see the README's Performance section).
+// do not drain nodes do not carry it (see docs/performance.md).
 type DryRun int
 
 // The dry-run strategies.

@@ -19,8 +19,8 @@ import (
 // Factory gives every command of a plugin its clients, REST config and
 // namespace from the one set of kubectl global flags. It builds only what a
 // command asks for: kubectl's cmdutil.Factory would bring OpenAPI schemas,
-// validation and every printer into each binary (see the README's
-// Performance section).
+// validation and every printer into each binary (see
+// docs/performance.md).
 type Factory struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	// matchServerVersion is kubectl's --match-server-version, checked once.

@@ -97,7 +97,7 @@ func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 
 			NAME must be a valid cluster name that no Spoke and no ManagedCluster
 			uses (exit 3 otherwise, nothing changed). Minting a token needs a
-			role the base ones lack: see the README's Permissions section.`),
+			role the base ones lack: see docs/permissions.md.`),
 		Example: templates.Examples(`
 			# The line to run on the new cluster (token redacted)
 			kubectl spoke join-command edge-1 --brush-ignore
