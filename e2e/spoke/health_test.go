@@ -115,7 +115,9 @@ func TestHealth(t *testing.T) {
 	assert.Check(t, ok.Credential.Kind != "", "%+v", ok.Credential)
 	wantPurged := spokecmd.CredentialPurged
 	if mode != fleet.ModeAddon {
-		wantPurged = spokecmd.CredentialValid // unified mode keeps the Secret
+		// Unified mode keeps the Secret; the test made it as a chart would,
+		// so kubectl spoke recorded no credential, and health reads none.
+		wantPurged = spokecmd.CredentialUnknown
 	}
 	assert.Check(t, is.Equal(rows["health-purged"].Credential.State, wantPurged))
 	assert.Check(t, rows["health-purged"].Healthy, "%+v", rows["health-purged"])

@@ -46,8 +46,11 @@ func kubeconfigSecret(name string, data []byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "mural-system"}, Data: map[string][]byte{"kubeconfig": data}}
 }
 
+// pivotedAndPurging: an addon-mode Spoke (the agent add-on listed) whose
+// agent took over, with purgeKubeconfigSecret on.
 func pivotedAndPurging(s *fleetconfig.Spoke) {
 	s.Spec.CleanupConfig.PurgeKubeconfigSecret = true
+	s.Spec.AddOns = []fleetconfig.AddOn{{ConfigName: fleetconfig.AgentAddOn}}
 	s.Status.Conditions = []fleetconfig.Condition{{Condition: metav1.Condition{Type: fleetconfig.SpokeConditionPivotComplete, Status: metav1.ConditionTrue}, WantStatus: metav1.ConditionTrue}}
 }
 
@@ -70,10 +73,12 @@ current-context: c
 		want    string
 		problem bool
 	}{
-		"in-cluster":             {inCluster, nil, nil, CredentialNone, false},
-		"forbidden":              {s, nil, forbidden, CredentialNotReadable, false},
-		"read failed":            {s, nil, fmt.Errorf("timeout"), CredentialUnknown, false},
-		"purged after pivot":     {purged, nil, nil, CredentialPurged, false},
+		"in-cluster":         {inCluster, nil, nil, CredentialNone, false},
+		"forbidden":          {s, nil, forbidden, CredentialNotReadable, false},
+		"read failed":        {s, nil, fmt.Errorf("timeout"), CredentialUnknown, false},
+		"purged after pivot": {purged, nil, nil, CredentialPurged, false},
+		// Unified mode (no agent add-on) keeps the secret: gone is missing.
+		"gone in unified mode":   {newSpoke("spoke-1", pivotedAndPurging, func(s *fleetconfig.Spoke) { s.Spec.AddOns = nil }), nil, nil, CredentialMissing, true},
 		"missing":                {s, nil, nil, CredentialMissing, true},
 		"runs a program":         {s, kubeconfigSecret("spoke-1-kubeconfig", execKubeconfig), nil, CredentialRefused, true},
 		"no kubeconfig key":      {s, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig"}}, nil, CredentialInvalid, true},

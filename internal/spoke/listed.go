@@ -35,6 +35,8 @@ type listedSpoke struct {
 		HubRef        fleetconfig.HubRef        `json:"hubRef"`
 		Kubeconfig    fleetconfig.Kubeconfig    `json:"kubeconfig"`
 		CleanupConfig fleetconfig.CleanupConfig `json:"cleanupConfig"`
+		// The agent add-on tells addon mode, where a pivot purges the secret.
+		AddOns []fleetconfig.AddOn `json:"addOns"`
 	} `json:"spec"`
 	Status struct {
 		Phase string `json:"phase"`
@@ -82,7 +84,7 @@ func (h *HubClient) listedSpokes(ctx context.Context, ns, selector string) ([]fl
 				out[i].Annotations[key] = *v
 			}
 		}
-		out[i].Spec.HubRef, out[i].Spec.Kubeconfig, out[i].Spec.CleanupConfig = s.Spec.HubRef, s.Spec.Kubeconfig, s.Spec.CleanupConfig
+		out[i].Spec.HubRef, out[i].Spec.Kubeconfig, out[i].Spec.CleanupConfig, out[i].Spec.AddOns = s.Spec.HubRef, s.Spec.Kubeconfig, s.Spec.CleanupConfig, s.Spec.AddOns
 		out[i].Status.Phase, out[i].Status.Conditions = s.Status.Phase, s.Status.Conditions
 	}
 	return out, nil

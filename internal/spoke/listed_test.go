@@ -1,11 +1,14 @@
 package spoke
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
@@ -66,4 +69,25 @@ func listAsJSON(t *testing.T, srv *clitest.APIServer) SpokeList {
 	var list SpokeList
 	assert.NilError(t, json.Unmarshal(out.Bytes(), &list))
 	return list
+}
+
+// A listed Spoke keeps what tells a purged secret from a missing one: the
+// purge option, the pivot, and the agent add-on of addon mode (unified
+// mode keeps the secret, so a Spoke without the add-on is not purged).
+func TestListedSpokesTellAPurgedSecret(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	spoke := func(name, addOns string) string {
+		return `{"metadata":{"name":"` + name + `","namespace":"mural-system"},"spec":{"kubeconfig":{"secretReference":{"name":"` + name + `-kubeconfig"}},` + addOns +
+			`"cleanupConfig":{"purgeKubeconfigSecret":true}},"status":{"conditions":[{"type":"PivotComplete","status":"True","wantStatus":"True"}]}}`
+	}
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes", 200,
+		`{"metadata":{},"items":[`+spoke("addon", `"addOns":[{"configName":"fleetconfig-controller-agent"}],`)+`,`+spoke("unified", "")+`]}`)
+	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+	assert.NilError(t, err)
+	h := &HubClient{Namespace: "mural-system", Kube: kubernetes.NewForConfigOrDie(cfg)}
+	spokes, err := h.listedSpokes(context.Background(), "mural-system", "")
+	assert.NilError(t, err)
+	assert.Equal(t, len(spokes), 2)
+	assert.Check(t, missingSecret(&spokes[0]).Purged, "addon mode, after the pivot: purged")
+	assert.Check(t, !missingSecret(&spokes[1]).Purged, "unified mode: missing")
 }

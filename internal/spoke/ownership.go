@@ -111,8 +111,12 @@ func helmElsewhereWarning(name, release string, f *values.File) string {
 		name, release, f.Path, f.Kind.ListPath())
 }
 
-// helmRepointWarning is rotate-kubeconfig's warning for a Spoke a Helm
-// release renders, when it moves to another secret without a file to edit.
+// helmRepointWarning is rotate-kubeconfig's warning for a Spoke moved to
+// another secret without a file or release to edit: release is the one
+// whose marks the Spoke carries, or "".
 func helmRepointWarning(name, release, old, secret string) string {
+	if release == "" {
+		return fmt.Sprintf("Warning: spoke %s carries no Helm release marks, but if the fleet's values list it with secret %s, the next helm upgrade points the Spoke back at it; point the entry at %s (run this again with --release NAME, --values FILE or --helmrelease FILE, or edit the file)", name, old, secret)
+	}
 	return fmt.Sprintf("Warning: spoke %s is rendered by Helm release %q from its fleetConfig.spokes values, whose entry still names secret %s: the next helm upgrade would point the Spoke back at it; point the entry at %s (run this again with --values FILE or --helmrelease FILE, or edit the file)", name, release, old, secret)
 }

@@ -192,8 +192,10 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		p.SecretName = o.Secret
 		rec.Secret = o.Secret
 		p.Patch, p.RecordPatch = repointPatch(f.Spoke, o.Secret, rec), nil
-		if release := HelmRelease(f.Spoke); release != "" && f.File == nil && f.Release == nil {
-			p.Warning = helmRepointWarning(o.Name, release, ref.Name, o.Secret)
+		// Under the seed's job model Spokes carry no Helm marks, and the
+		// release's job still re-applies its entry, so warn either way.
+		if f.File == nil && f.Release == nil {
+			p.Warning = helmRepointWarning(o.Name, HelmRelease(f.Spoke), ref.Name, o.Secret)
 		}
 	}
 	if file := f.File; file != nil {

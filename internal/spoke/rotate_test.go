@@ -121,7 +121,7 @@ func TestRotateIntoAnotherSecret(t *testing.T) {
 func TestRotateOfAPurgedSecret(t *testing.T) {
 	srv, _ := rotatingFleet(t)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
-		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"cleanupConfig":{"purgeKubeconfigSecret":true}},"status":{"conditions":[{"type":"PivotComplete","status":"True","wantStatus":"True","reason":"ReconcileSuccess","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1"},"spec":{"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"addOns":[{"configName":"fleetconfig-controller-agent"}],"cleanupConfig":{"purgeKubeconfigSecret":true}},"status":{"conditions":[{"type":"PivotComplete","status":"True","wantStatus":"True","reason":"ReconcileSuccess","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
 	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
 	code, _, errOut := runSpoke(srv, "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", srv.Kubeconfig)
 	assert.Check(t, is.Equal(code, exitcode.Refused), errOut)
@@ -135,6 +135,8 @@ func TestRotateOfAPurgedSecret(t *testing.T) {
 func TestPlanRotate(t *testing.T) {
 	spoke := newSpoke("spoke-1", helmRendered)
 	spoke.UID, spoke.ResourceVersion = "u-1", "41"
+	unmarked := newSpoke("spoke-1")
+	unmarked.UID, unmarked.ResourceVersion = "u-1", "41"
 	current := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"}}
 	file := func(data string) *values.File {
 		return &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(data)}
@@ -145,16 +147,22 @@ func TestPlanRotate(t *testing.T) {
 		name   string
 		secret string
 		file   *values.File
+		spoke  *fleetconfig.Spoke
 	}{
-		{"in place", "", nil},
-		{"into the secret it uses, with its file", "spoke-1-kubeconfig", file(planValues)},
-		{"into a new secret, Helm-rendered, no file", "spoke-1-2027", nil},
-		{"into a new secret, with its file", "spoke-1-2027", file(planValues)},
-		{"into a new secret, the file already names it", "spoke-1-2027", file(string(repointed))},
+		{"in place", "", nil, nil},
+		{"into the secret it uses, with its file", "spoke-1-kubeconfig", file(planValues), nil},
+		{"into a new secret, Helm-rendered, no file", "spoke-1-2027", nil, nil},
+		{"into a new secret, with its file", "spoke-1-2027", file(planValues), nil},
+		{"into a new secret, the file already names it", "spoke-1-2027", file(string(repointed)), nil},
+		// The seed's job model: no Helm marks, and the job re-applies the entry.
+		{"into a new secret, no Helm marks, no file", "spoke-1-2027", nil, &unmarked},
 	}
 	var out strings.Builder
 	for _, tc := range cases {
-		p, err := planRotate(&RotateOptions{writeTarget: writeTarget{Name: "spoke-1"}, Secret: tc.secret}, rotateFacts{Namespace: "mural-system", Spoke: &spoke, Current: current, Kubeconfig: []byte("new"), File: tc.file})
+		if tc.spoke == nil {
+			tc.spoke = &spoke
+		}
+		p, err := planRotate(&RotateOptions{writeTarget: writeTarget{Name: "spoke-1"}, Secret: tc.secret}, rotateFacts{Namespace: "mural-system", Spoke: tc.spoke, Current: current, Kubeconfig: []byte("new"), File: tc.file})
 		assert.NilError(t, err, tc.name)
 		describePlan(t, &out, tc.name, p, p.Edited, func(dry cli.DryRun) []Step {
 			r := &RotateReport{Secret: "spoke-1-kubeconfig"}

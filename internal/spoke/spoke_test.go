@@ -114,10 +114,7 @@ func TestStatusTable(t *testing.T) {
 // described by the rule remove enforces: with forceClusterDrain off they
 // block.
 func TestStatusOfAPurgedSpokeWithPlacementWorks(t *testing.T) {
-	s := newSpoke("spoke-3", func(s *fleetconfig.Spoke) {
-		s.Spec.CleanupConfig.PurgeKubeconfigSecret = true
-		s.Status.Conditions = []fleetconfig.Condition{{Condition: metav1.Condition{Type: fleetconfig.SpokeConditionPivotComplete, Status: metav1.ConditionTrue}, WantStatus: metav1.ConditionTrue}}
-	})
+	s := newSpoke("spoke-3", pivotedAndPurging)
 	mc := newCluster("spoke-3", metav1.ConditionTrue)
 	works := []ocm.ManifestWork{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{ocm.PlacementLabel: "web"}}},

@@ -3,6 +3,7 @@ package spoke
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -382,8 +383,12 @@ func credential(s *fleetconfig.Spoke, now time.Time) (*CredentialReport, error) 
 // purgeKubeconfigSecret on; anything else is a problem, since the hub then
 // has no way to join or unjoin the cluster itself.
 func missingSecret(s *fleetconfig.Spoke) *CredentialReport {
+	// Only the agent's takeover in addon mode purges the secret: a Spoke
+	// without the agent add-on (unified mode) keeps it, as the hub dials
+	// the spoke with it on every reconcile.
 	pivot := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
-	if s.Spec.CleanupConfig.PurgeKubeconfigSecret && pivot != nil && pivot.Status == metav1.ConditionTrue {
+	agent := slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
+	if s.Spec.CleanupConfig.PurgeKubeconfigSecret && agent && pivot != nil && pivot.Status == metav1.ConditionTrue {
 		return &CredentialReport{Purged: true}
 	}
 	return &CredentialReport{Problem: fmt.Sprintf("the kubeconfig secret %s does not exist, and the agent has not taken the spoke over (PivotComplete not True) or purgeKubeconfigSecret is off: the hub cannot join or unjoin the cluster itself; store one with kubectl spoke add %s --spoke-kubeconfig FILE",
