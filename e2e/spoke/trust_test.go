@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -62,7 +63,6 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 		args   []string
 		secret string
 	}{
-		{"status", []string{"status", "untrusted"}, "untrusted-kubeconfig"},
 		{"add, run again", []string{"add", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"}, "untrusted-kubeconfig"},
 		{"add, the secret exists", []string{"add", "orphan", "--spoke-kubeconfig", spoke2.Kubeconfig}, "orphan-kubeconfig"},
 		{"rotate-kubeconfig", []string{"rotate-kubeconfig", "untrusted", "--spoke-kubeconfig", spoke2.Kubeconfig}, "untrusted-kubeconfig"},
@@ -74,6 +74,12 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 		assert.Check(t, !ran, "the exec plugin ran on the operator's machine: %s", r)
 		assert.Equal(t, r.ExitCode, 3, r)
 		assert.Check(t, is.Contains(r.Stderr, "spoke untrusted is reachable"), r)
+	})
+	// status reads the credential's record on the Spoke, never the secret.
+	t.Run("status", func(t *testing.T) {
+		r, ran := spokeMarked(t, "status", "untrusted")
+		assert.Check(t, !ran, "the exec plugin ran on the operator's machine: %s", r)
+		assert.Equal(t, r.ExitCode, 0, r)
 	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,20 +111,26 @@ func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 	}
 	rotatedFile := writeKubeconfig(t, rotated)
 	assert.Check(t, is.Len(leaktest.Find(readFile(t, rotatedFile), creds), 1), "the search finds a key in a kubeconfig, so it can fail")
-	for _, args := range [][]string{
-		{"status", "verbose"},
+	for _, tc := range []struct {
+		args    []string
+		exit    int
+		secrets bool // whether the command requests a Secret
+	}{
+		// status reads the credential's record on the Spoke, no Secret.
+		{[]string{"status", "verbose"}, 0, false},
 		// verbose-secret-only first: the run again of verbose records its cluster anew.
-		{"add", "verbose-secret-only", "--spoke-kubeconfig", spoke2.Kubeconfig},
-		{"add", "verbose", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"},
-		{"rotate-kubeconfig", "verbose", "--spoke-kubeconfig", rotatedFile},
-		{"force-remove", "verbose", "--yes"},
+		{[]string{"add", "verbose-secret-only", "--spoke-kubeconfig", spoke2.Kubeconfig}, 0, true},
+		{[]string{"add", "verbose", "--spoke-kubeconfig", spoke2.Kubeconfig, "--apply"}, 0, true},
+		{[]string{"rotate-kubeconfig", "verbose", "--spoke-kubeconfig", rotatedFile}, 0, true},
+		// Refused while the spoke is reachable; it reads no Secret.
+		{[]string{"force-remove", "verbose", "--yes"}, 3, false},
 	} {
+		args := tc.args
 		t.Run(args[0], func(t *testing.T) {
 			r := spoke(t, append(args, "-v=10")...)
-			assert.Check(t, r.ExitCode == 0 || r.ExitCode == 3, r)
-			if args[0] != "force-remove" { // force-remove reads no Secret
-				assert.Check(t, is.Regexp(`/secrets/verbose[a-z-]*-kubeconfig`, r.Stderr), "the Secret request is logged, without its body")
-			}
+			assert.Check(t, is.Equal(r.ExitCode, tc.exit), r)
+			secretRequest := regexp.MustCompile(`/secrets/verbose[a-z-]*-kubeconfig`).MatchString(r.Stderr)
+			assert.Check(t, secretRequest == tc.secrets, "a Secret request logged: %v, want %v", secretRequest, tc.secrets)
 			assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "credentials in the output of %v", args)
 		})
 	}
