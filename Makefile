@@ -155,7 +155,7 @@ demo-up: build demo-tools ## Like demo, but leave the clusters running and print
 demo-down: demo-tools ## Tear down what demo-up left running
 	$(E2E_ENV) go run ./e2e/demo down --workdir $(DEMO_WORKDIR)
 
-bench: build bench-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json (BENCH=regexp picks benchmarks)
+bench: build bench-tools ## One table of spokekit against kubectl on local clusters, also in _output/bench.json and docs/performance.md (BENCH=regexp picks benchmarks)
 	$(call e2e_run,SPOKEKIT_BENCH_OUT=$(OUT)/bench.json go test -tags e2e -count=1 -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 120m ./e2e/bench/)
 
 clean: ## Remove build output (the tool cache in $(CACHE) stays)

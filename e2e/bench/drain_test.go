@@ -103,9 +103,9 @@ func BenchmarkDrain(b *testing.B) {
 				what += fmt.Sprintf(", PDB over %d pods never violated", s.guarded*s.nodes)
 				goal = "scaling"
 			}
-			add(what, "s", seconds(ours), seconds(theirs), goal)
+			add(b, what, "s", seconds(ours), seconds(theirs), goal)
 			if s.guarded > 0 {
-				add(fmt.Sprintf("fewest healthy guarded pods while draining %d nodes (of %d)", s.nodes, s.guarded*s.nodes), "pods",
+				add(b, fmt.Sprintf("fewest healthy guarded pods while draining %d nodes (of %d)", s.nodes, s.guarded*s.nodes), "pods",
 					ourLow, theirLow, fmt.Sprintf("≥ %d, checked on every event", s.guarded*s.nodes-budgetUnavailable))
 			}
 		})

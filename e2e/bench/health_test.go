@@ -60,9 +60,9 @@ func BenchmarkSpokeHealth(b *testing.B) {
 	var ours, theirs []Usage
 	alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, getAll()) })
 	what := fmt.Sprintf("spoke health, %d spokes, hub view", n)
-	add(what, "s", seconds(ours), seconds(theirs), "≤ 0.6")
-	add(what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
-	add(what+", LIST requests", "all five kinds", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)+3))
+	add(b, what, "s", seconds(ours), seconds(theirs), "≤ 0.6")
+	add(b, what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
+	add(b, what+", LIST requests", "all five kinds", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)+3))
 
 	// Five times the fleet: the table is built from pages, so memory must
 	// not grow with it the way a whole list held at once would.
@@ -71,8 +71,8 @@ func BenchmarkSpokeHealth(b *testing.B) {
 	ours, theirs = nil, nil
 	alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, getAll()) })
 	what = fmt.Sprintf("spoke health, %d spokes, hub view", big)
-	add(what, "s", seconds(ours), seconds(theirs), "—")
-	add(what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
+	add(b, what, "s", seconds(ours), seconds(theirs), "—")
+	add(b, what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
 }
 
 // BenchmarkSpokeHealthDeep compares `kubectl spoke health --deep
@@ -128,5 +128,5 @@ func BenchmarkSpokeHealthDeep(b *testing.B) {
 	var ours, theirs []Usage
 	alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, loop()) })
 	what := fmt.Sprintf("spoke health --deep, %d spokes over %d clusters, --max-concurrent 16 / a kubectl get nodes per spoke", clusters*perCluster, clusters)
-	add(what, "s", seconds(ours), seconds(theirs), "≤ 0.15")
+	add(b, what, "s", seconds(ours), seconds(theirs), "≤ 0.15")
 }

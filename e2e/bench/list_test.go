@@ -51,9 +51,9 @@ func BenchmarkSpokeList(b *testing.B) {
 		var ours, theirs []Usage
 		alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, getBoth()) })
 		what := fmt.Sprintf("spoke list, %d spokes", n)
-		add(what, "s", seconds(ours), seconds(theirs), "≤ 0.6")
-		add(what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
-		add(what+", LIST requests", "spokes+managedclusters", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)))
+		add(b, what, "s", seconds(ours), seconds(theirs), "≤ 0.6")
+		add(b, what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
+		add(b, what+", LIST requests", "spokes+managedclusters", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)))
 	}
 }
 

@@ -3,8 +3,9 @@
 // Package bench measures the plugins against what they replace, on real
 // local clusters: `make bench` runs every benchmark once (-benchtime 1x);
 // each one repeats its own runs (at least 5, kubectl and spokekit taking
-// turns), and the package prints one table of medians at the end and writes
-// it as JSON (SPOKEKIT_BENCH_OUT, default _output/bench.json). The figures
+// turns), and the package prints one table of medians at the end, writes
+// it as JSON (SPOKEKIT_BENCH_OUT, default _output/bench.json) and puts its
+// rows into the performance page (docs/performance.md). The figures
 // are reported, never asserted: a benchmark fails only when a command fails
 // or a correctness check made while it runs (a PodDisruptionBudget kept)
 // does not hold.
@@ -65,6 +66,15 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			code = 1
 		}
+		// A failed run's figures may not mean what the page says they do.
+		if code == 0 {
+			if err := report.writePage(os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				code = 1
+			}
+		} else {
+			fmt.Fprintln(os.Stderr, "bench: a benchmark failed: docs/performance.md is left as it was")
+		}
 	}
 	os.Exit(code)
 }
@@ -90,6 +100,8 @@ func stat(samples []float64) *Stat {
 // Row is one line of the table: spokekit's figure, kubectl's for the same
 // job on the same cluster, their ratio and the goal.
 type Row struct {
+	// Bench is the benchmark that measured it, as BENCH= selects it.
+	Bench    string  `json:"bench"`
 	Measure  string  `json:"measure"`
 	Unit     string  `json:"unit"`
 	Spokekit *Stat   `json:"spokekit"`
@@ -110,9 +122,10 @@ type Report struct {
 
 var report = Report{Date: time.Now().UTC().Format(time.RFC3339), LoadStart: loadavg()}
 
-// add records a row; kubectl may be nil where kubectl has no counterpart.
-func add(measure, unit string, ours, theirs []float64, goal string) {
-	r := Row{Measure: measure, Unit: unit, Spokekit: stat(ours), Goal: goal}
+// add records a row of the benchmark b; kubectl may be nil where kubectl has
+// no counterpart.
+func add(b testing.TB, measure, unit string, ours, theirs []float64, goal string) {
+	r := Row{Bench: strings.TrimPrefix(b.Name(), "Benchmark"), Measure: measure, Unit: unit, Spokekit: stat(ours), Goal: goal}
 	if len(theirs) > 0 {
 		r.Kubectl = stat(theirs)
 		if r.Kubectl.Median != 0 {
@@ -155,8 +168,7 @@ func num(v float64) string {
 	}
 }
 
-// write prints the table (a Markdown table, so it goes into the README as
-// it is) and writes the JSON file.
+// write prints the table and writes the JSON file.
 func (r *Report) write(out *os.File) error {
 	r.LoadEnd = loadavg()
 	r.Pairs = pairs
@@ -165,11 +177,7 @@ func (r *Report) write(out *os.File) error {
 	fmt.Fprintln(tw, "| measure\t| spokekit\t| kubectl\t| ratio\t| goal\t|")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|")
 	for _, row := range r.Rows {
-		ratio := "-"
-		if row.Ratio != 0 {
-			ratio = fmt.Sprintf("%.2f", row.Ratio)
-		}
-		fmt.Fprintf(tw, "| %s (%s)\t| %s\t| %s\t| %s\t| %s\t|\n", row.Measure, row.Unit, row.Spokekit.cell(), row.Kubectl.cell(), ratio, row.Goal)
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t|\n", row.measure(), row.Spokekit.cell(), row.Kubectl.cell(), row.ratio(), row.Goal)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -191,4 +199,61 @@ func (r *Report) write(out *os.File) error {
 	}
 	fmt.Fprintf(out, "\nwritten to %s\n", path)
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func (row Row) measure() string { return fmt.Sprintf("%s (%s)", row.Measure, row.Unit) }
+
+func (row Row) ratio() string {
+	if row.Ratio == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", row.Ratio)
+}
+
+// writePage puts the rows of the benchmarks this run measured into the
+// performance page (SPOKEKIT_BENCH_PAGE, default docs/performance.md), with
+// the run's date, runs and load beside them; the other rows stay as they
+// were measured.
+func (r *Report) writePage(out *os.File) error {
+	path := os.Getenv("SPOKEKIT_BENCH_PAGE")
+	if path == "" {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(root, "docs", "performance.md")
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the performance page: %w", err)
+	}
+	date := r.Date
+	if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
+		date = t.Format(time.DateOnly)
+	}
+	var fresh pageTables
+	runs := map[string]int{}
+	var order []string
+	for _, row := range r.Rows {
+		if _, seen := runs[row.Bench]; !seen {
+			order = append(order, row.Bench)
+		}
+		runs[row.Bench] = max(runs[row.Bench], len(row.Spokekit.Samples))
+		if row.Kubectl != nil {
+			runs[row.Bench] = max(runs[row.Bench], len(row.Kubectl.Samples))
+		}
+		fresh.measures = append(fresh.measures, []string{row.Bench, row.measure(), row.Spokekit.cell(), row.Kubectl.cell(), row.ratio(), row.Goal})
+	}
+	for _, b := range order {
+		fresh.runs = append(fresh.runs, []string{b, date, strconv.Itoa(runs[b]), r.LoadStart, r.LoadEnd})
+	}
+	updated, err := updatePage(string(page), fresh)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(updated), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "rows of %s written into %s\n", strings.Join(order, ", "), path)
+	return nil
 }

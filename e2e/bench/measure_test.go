@@ -113,7 +113,7 @@ func BenchmarkStartup(b *testing.B) {
 		measure(b, c, kubectl, "version", "--client")
 		alternate(2*pairs, func(int) { ours = append(ours, measure(b, c, bin, "version")) },
 			func(int) { theirs = append(theirs, measure(b, c, kubectl, "version", "--client")) })
-		add("start-up: kubectl-"+p+" version / kubectl version --client", "CPU ms", cpuMillis(ours), cpuMillis(theirs), "≤ 0.5")
+		add(b, "start-up: kubectl-"+p+" version / kubectl version --client", "CPU ms", cpuMillis(ours), cpuMillis(theirs), "≤ 0.5")
 	}
 }
 
@@ -124,8 +124,8 @@ func BenchmarkSize(b *testing.B) {
 	kb, ka := fileSize(b, kubectl), archiveSize(b, kubectl)
 	for _, p := range plugins {
 		bin := filepath.Join(env.Tools.Plugins, "kubectl-"+p)
-		add("size: kubectl-"+p+" binary", "MB", []float64{fileSize(b, bin)}, []float64{kb}, "≤ 40 MB")
-		add("size: kubectl-"+p+" .tar.gz", "MB", []float64{archiveSize(b, bin)}, []float64{ka}, "≤ 12 MB")
+		add(b, "size: kubectl-"+p+" binary", "MB", []float64{fileSize(b, bin)}, []float64{kb}, "≤ 40 MB")
+		add(b, "size: kubectl-"+p+" .tar.gz", "MB", []float64{archiveSize(b, bin)}, []float64{ka}, "≤ 12 MB")
 	}
 }
 

@@ -98,8 +98,8 @@ func BenchmarkPark(b *testing.B) {
 	for i, w := range ourWrites {
 		assert.Check(b, w == 1, "park run %d wrote %v times, want its one JSON patch", i+1, w)
 	}
-	add("park cluster, 10 worker pools / one kubectl patch per pool", "writes", ourWrites, theirWrites, "exactly 1")
-	add("park cluster, 10 worker pools / one kubectl patch per pool", "s", seconds(ours), seconds(theirs), "-")
+	add(b, "park cluster, 10 worker pools / one kubectl patch per pool", "writes", ourWrites, theirWrites, "exactly 1")
+	add(b, "park cluster, 10 worker pools / one kubectl patch per pool", "s", seconds(ours), seconds(theirs), "-")
 }
 
 // BenchmarkBulkPark parks ten Clusters by label, all at once, with --wait,
@@ -137,8 +137,8 @@ func BenchmarkBulkPark(b *testing.B) {
 		byHand = append(byHand, scaleByHand(b, cmd, kubectl, ns, sel, n, 0))
 		scaleByHand(b, cmd, kubectl, ns, sel, n, 1)
 	})
-	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / one cluster's park cluster --wait", n), "s", seconds(ours), seconds(one), "≤ 1.5")
-	add(fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / by hand: kubectl patch each, kubectl wait", n), "s", seconds(ours), seconds(byHand), "—")
+	add(b, fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / one cluster's park cluster --wait", n), "s", seconds(ours), seconds(one), "≤ 1.5")
+	add(b, fmt.Sprintf("park cluster -l, %d clusters on Cluster API, --wait / by hand: kubectl patch each, kubectl wait", n), "s", seconds(ours), seconds(byHand), "—")
 }
 
 // scaleByHand is the bulk park (replicas 0) or its undoing (1) the way

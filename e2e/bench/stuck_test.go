@@ -54,8 +54,8 @@ func BenchmarkStuckDrain(b *testing.B) {
 			violations = append(violations, float64(stop()))
 			teardownPool(b, c, ns)
 		}
-		add(fmt.Sprintf("fleetdrain node --surge, %d single-replica Deployments each under a budget allowing no disruption (kubectl drain: waits forever)", surgeApps), "s", took, nil, "≤ readiness + 5 s per wave")
-		add(fmt.Sprintf("budget violations (a Deployment with no Ready pod) during the --surge drain of %d single replicas", surgeApps), "violations", violations, nil, "0, checked on every event")
+		add(b, fmt.Sprintf("fleetdrain node --surge, %d single-replica Deployments each under a budget allowing no disruption (kubectl drain: waits forever)", surgeApps), "s", took, nil, "≤ readiness + 5 s per wave")
+		add(b, fmt.Sprintf("budget violations (a Deployment with no Ready pod) during the --surge drain of %d single replicas", surgeApps), "violations", violations, nil, "0, checked on every event")
 	})
 
 	b.Run("Deadlock", func(b *testing.B) {
@@ -87,7 +87,7 @@ func BenchmarkStuckDrain(b *testing.B) {
 				one = append(one, measure(b, cmd, kubectl, "fleetdrain", "node", nodes[0]).Wall.Seconds())
 				teardownPool(b, c, ns)
 			})
-		add("fleetdrain node, 2 nodes in a budget deadlock (each holds a pod of budgets a and b, each allowing 1; room only once a node is drained and its Machine replaced), --max-concurrent 2 / one of those nodes drained alone, with room", "s", two, one, "≤ 2 (unordered: --pdb-timeout)")
+		add(b, "fleetdrain node, 2 nodes in a budget deadlock (each holds a pod of budgets a and b, each allowing 1; room only once a node is drained and its Machine replaced), --max-concurrent 2 / one of those nodes drained alone, with room", "s", two, one, "≤ 2 (unordered: --pdb-timeout)")
 	})
 
 	b.Run("Unreachable", func(b *testing.B) {
@@ -122,7 +122,7 @@ spec:
 		for _, n := range nodes {
 			took = append(took, measure(b, cmd, kubectl, "fleetdrain", "node", n, "--timeout", bound.String()).Wall.Seconds())
 		}
-		add(fmt.Sprintf("fleetdrain node on an unreachable node (4 pods that never finish terminating), --timeout %s (kubectl drain: waits forever)", bound), "s", took, nil,
+		add(b, fmt.Sprintf("fleetdrain node on an unreachable node (4 pods that never finish terminating), --timeout %s (kubectl drain: waits forever)", bound), "s", took, nil,
 			fmt.Sprintf("< %.0f (the bound); pods' grace period + 1 s", bound.Seconds()))
 	})
 }
