@@ -59,9 +59,13 @@ func TestProgressPrintfAndUpdateFromManyGoroutines(t *testing.T) {
 	assert.Equal(t, strings.Count(buf.String(), "line "), 8)
 }
 
+// A nil Progress (a caller with nothing to report to) takes every call and
+// writes nothing, not even to the process's own stderr.
 func TestNilProgressIsQuiet(t *testing.T) {
+	stderr := captureStderr(t)
 	var p *Progress
 	p.Update("x")
 	p.Printf("z")
 	p.Done("y")
+	assert.Equal(t, stderr(), "")
 }
