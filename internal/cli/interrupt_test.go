@@ -45,7 +45,7 @@ func TestSignalCancelsTheCommandAndExits130(t *testing.T) {
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 		root := testRoot(t, streams)
 		root.AddCommand(blockingCommand(sig))
-		assert.Equal(t, Execute(root, []string{"block"}, streams), exitcode.Interrupted, sig)
+		assert.Equal(t, Execute(root, []string{"block"}, streams), 130, sig)
 		assert.Equal(t, out.String(), "")
 		assert.Check(t, is.Contains(errOut.String(), "waiting for the thing"), sig)
 		assert.Check(t, is.Contains(errOut.String(), "interrupted"), sig)

@@ -19,3 +19,9 @@ func TestOf(t *testing.T) {
 	assert.Equal(t, Of(fmt.Errorf("removing spoke-1: %w", RefusedErrorf("blocked"))), Refused)
 	assert.Check(t, IsRefused(fmt.Errorf("removing spoke-1: %w", RefusedErrorf("blocked"))))
 }
+
+// The numbers themselves are the contract scripts test for: a constant
+// renumbered would pass every test that compares with the constant.
+func TestCodesAreTheContractsNumbers(t *testing.T) {
+	assert.DeepEqual(t, []int{OK, Failed, Usage, Refused, TimedOut, Interrupted}, []int{0, 1, 2, 3, 4, 130})
+}
