@@ -68,12 +68,15 @@ func TestClusterTimeoutZeroIsNoLimit(t *testing.T) {
 	assert.Check(t, len(srv.Requests()) > 0, "it went on to read the ManagedCluster")
 }
 
-// A blank selector parses as the empty one, which selects every node (or
-// every pod): it is a usage error before any request, never "all".
+// A blank selector parses as the empty one, which selects every node, pod
+// or cluster: it is a usage error before any request, never "all".
 func TestBlankSelectorsAreUsageErrorsBeforeAnyRequest(t *testing.T) {
 	clitest.AssertExitBeforeAnyRequest(t, NewCmdFleetdrain, exitcode.Usage, "selects everything",
 		[]string{"node", "-l", " "},
 		[]string{"node", "--selector", "\t"},
 		[]string{"node", "worker-1", "--pod-selector", "  "},
+		// On the hub, -l " " would taint every ManagedCluster.
+		[]string{"cluster", "-l", " "},
+		[]string{"check", "-l", " "},
 	)
 }
