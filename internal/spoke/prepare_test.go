@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/kubeconfig"
 )
 
 // made are the objects as a first prepare left them.
@@ -102,15 +103,21 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 	}
 }
 
-// The role allows each permission add asks for, and nothing the needs do
-// not name.
+// The ClusterRole prepare writes allows each permission add checks with a
+// SelfSubjectAccessReview before a join (kubeconfig.JoinPermissions) and
+// the identity reads, and nothing they do not name. The role is read from
+// the plan, not built here, so a role made from a shorter list fails.
 func TestPreparedRoleIsTheJoinsNeeds(t *testing.T) {
-	rules := rulesFor(preparedAccess())
+	p, err := planPrepare(defaultPrepareNames, prepareFacts{})
+	assert.NilError(t, err)
+	rules := p.Role.Object.Rules
+	needs := slices.Concat(kubeconfig.JoinPermissions, identityReads)
+	assert.Check(t, len(kubeconfig.JoinPermissions) > 0 && len(identityReads) > 0)
 	allows := func(r rbacv1.PolicyRule, a authz.Permission) bool {
 		return slices.Contains(r.APIGroups, a.Group) && slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Verbs, a.Verb) &&
 			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name))
 	}
-	for _, a := range preparedAccess() {
+	for _, a := range needs {
 		assert.Check(t, slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return allows(r, a) }), "not granted: %s", authz.Describe(a))
 	}
 	for _, r := range rules {
@@ -122,7 +129,7 @@ func TestPreparedRoleIsTheJoinsNeeds(t *testing.T) {
 						names = []string{""}
 					}
 					for _, n := range names {
-						assert.Check(t, slices.ContainsFunc(preparedAccess(), func(a authz.Permission) bool {
+						assert.Check(t, slices.ContainsFunc(needs, func(a authz.Permission) bool {
 							return a.Group == g && a.Resource == res && a.Verb == v && a.Name == n
 						}), "granted beyond the needs: %s %s.%s %q", v, res, g, n)
 					}
