@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/spokekit/spokekit/internal/api"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -66,7 +68,7 @@ func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *fake.
 		placementWork("a", "web", "web"), placementWork("b", "web", "web"))
 	client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		ocm.ManagedClusterResource: "ManagedClusterList", ocm.ManifestWorkResource: "ManifestWorkList",
-		ocm.PlacementDecisionResource: "PlacementDecisionList",
+		ocm.PlacementDecisionResource: "PlacementDecisionList", fleetconfig.SpokeResource: "SpokeList",
 	}, objs...)
 	kube := kubefake.NewClientset()
 	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
@@ -80,19 +82,40 @@ func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *fake.
 	return o, client, errOut
 }
 
-func waveReport(o *ClusterOptions) ClusterDrainReport {
-	r := ClusterDrainReport{}
-	for i, name := range o.Clusters {
-		c := PlanCluster(name, []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: name, Labels: map[string]string{
-			ocm.PlacementLabel: "web", ocm.ManifestWorkReplicaSetLabel: "apps.web",
-		}}}}, []ocm.Placement{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "apps"}}}, nil, time.Now())
-		c.Wave = 1
-		if o.MaxConcurrent > 0 {
-			c.Wave += i / o.MaxConcurrent
-		}
-		r.Items = append(r.Items, c)
-	}
+// waveReport is the drain's own plan of o.Clusters, waves included.
+func waveReport(t *testing.T, o *ClusterOptions) ClusterDrainReport {
+	t.Helper()
+	r, err := o.planClusters(context.Background(), []ocm.Placement{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "apps"}}})
+	assert.NilError(t, err)
 	return r
+}
+
+// waves lists each planned cluster's wave.
+func waves(r ClusterDrainReport) []string {
+	var out []string
+	for _, c := range r.Items {
+		out = append(out, c.Metadata.Name+"="+strconv.Itoa(c.Wave))
+	}
+	return out
+}
+
+// --max-concurrent N puts the clusters, in the order given, N to a wave;
+// 0 puts them all in the first.
+func TestClusterWavesOfMaxConcurrent(t *testing.T) {
+	o, _, _ := waveFleet(t)
+	o.Clusters = []string{"b", "a", "c"}
+	for _, tc := range []struct {
+		max  int
+		want []string
+	}{
+		{0, []string{"b=1", "a=1", "c=1"}},
+		{1, []string{"b=1", "a=2", "c=3"}},
+		{2, []string{"b=1", "a=1", "c=2"}},
+		{3, []string{"b=1", "a=1", "c=1"}},
+	} {
+		o.MaxConcurrent = tc.max
+		assert.Check(t, is.DeepEqual(waves(waveReport(t, o)), tc.want), "--max-concurrent %d", tc.max)
+	}
 }
 
 func tainted(t *testing.T, client *fake.FakeDynamicClient, name string) bool {
@@ -124,7 +147,8 @@ func TestClusterWavesWaitForThePreviousWave(t *testing.T) {
 		}()
 		return false, nil, nil
 	})
-	report := waveReport(o)
+	report := waveReport(t, o)
+	assert.DeepEqual(t, waves(report), []string{"a=1", "b=2"})
 	assert.NilError(t, o.drainWaves(context.Background(), &report))
 	assert.DeepEqual(t, order, []string{"taint a", "gone a", "taint b", "gone b"})
 	for _, c := range report.Items {
@@ -142,7 +166,7 @@ func TestClusterInterruptGivesBackWhatHadNotStarted(t *testing.T) {
 		once.Do(func() { go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }() })
 		return false, nil, nil
 	})
-	report := waveReport(o)
+	report := waveReport(t, o)
 	err := o.drainWaves(ctx, &report)
 	assert.Check(t, is.ErrorContains(err, "taken off again from a"))
 	assert.Check(t, is.ErrorContains(err, "not started, not tainted: b"))
@@ -162,7 +186,7 @@ func TestClusterInterruptKeepsWhatStarted(t *testing.T) {
 		go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }()
 		return false, nil, nil
 	})
-	report := waveReport(o)
+	report := waveReport(t, o)
 	report.Items[0].Moves = append(report.Items[0].Moves, WorkEntry{Name: "api", Placement: "web"}) // already gone
 	err := o.drainWaves(ctx, &report)
 	assert.Check(t, is.ErrorContains(err, "the drain taint stays on a"))
@@ -184,7 +208,7 @@ func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
 		}()
 		return false, nil, nil
 	})
-	report := waveReport(o)
+	report := waveReport(t, o)
 	assert.NilError(t, o.drainWaves(context.Background(), &report))
 	assert.DeepEqual(t, report.Items[0].Moves[0].MovedTo, []string{"c"})
 	assert.Check(t, is.Equal(report.Items[0].Result, ClusterDrained))
@@ -192,8 +216,8 @@ func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
 	// Never Available within --timeout: exit 4, the cluster TimedOut.
 	o, client, _ = waveFleet(t, decisionObject("web", "c"), placementWork("c", "web", "web", "Applied"))
 	o.MaxConcurrent, o.Clusters, o.WaitFor, o.Timeout = 0, []string{"a"}, waitForHealthy, 300*time.Millisecond
+	report = waveReport(t, o)
 	assert.NilError(t, client.Tracker().Delete(ocm.ManifestWorkResource, "a", "web"))
-	report = waveReport(o)
 	err := o.drainWaves(context.Background(), &report)
 	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.TimedOut), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "not Applied and Available on c"))
