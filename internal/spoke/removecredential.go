@@ -17,8 +17,14 @@ import (
 // stored kubeconfig: in unified mode (no agent add-on listed), for
 // hub-as-spoke, and in addon mode before the agent took over (PivotComplete
 // not True). Otherwise the agent on the spoke does it and the stored
-// kubeconfig is not needed, and may have been purged.
+// kubeconfig is not needed, and may have been purged. Either way only while
+// the Spoke carries spoke-cleanup: without it (addon mode, never joined)
+// there is nothing to unjoin and the hub deletes the Spoke at once. A join
+// that adds it later needs the same stored kubeconfig.
 func hubUnjoins(s *fleetconfig.Spoke) bool {
+	if !slices.Contains(s.Finalizers, fleetconfig.FinalizerSpokeCleanup) {
+		return false
+	}
 	agent := slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
 	pivot := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
 	return s.IsHubAsSpoke() || !agent || pivot == nil || pivot.Status != metav1.ConditionTrue

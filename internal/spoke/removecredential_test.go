@@ -28,7 +28,8 @@ func storedKubeconfigSecret(exp int64) string {
 // secret is gone, and names rotate-kubeconfig; a valid one goes ahead. In
 // addon mode after the pivot the agent unjoins: the credential is not read.
 func TestRemoveRefusesWhenTheHubCannotUseTheStoredCredential(t *testing.T) {
-	const unified = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5"},` +
+	const unified = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5",` +
+		`"finalizers":["fleetconfig.open-cluster-management.io/hub-cleanup-preflight","fleetconfig.open-cluster-management.io/hub-cleanup","fleetconfig.open-cluster-management.io/spoke-cleanup"]},` +
 		`"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}`
 	fleet := func(t *testing.T) *clitest.APIServer {
 		srv := clitest.NewAPIServer(t)
@@ -60,4 +61,24 @@ func TestRemoveRefusesWhenTheHubCannotUseTheStoredCredential(t *testing.T) {
 	code, _, errOut = runSpoke(srv, "remove", "spoke-1")
 	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
 	assert.Check(t, is.Len(writes(srv), 1))
+}
+
+// A Spoke that never joined in addon mode carries no spoke-cleanup
+// finalizer (the hub adds it after a join, the agent once it runs): the
+// hub has nothing to unjoin and deletes it at once, so its stored
+// kubeconfig, even a missing one, is no reason to refuse.
+func TestRemoveOfANeverJoinedSpokeNeedsNoStoredKubeconfig(t *testing.T) {
+	const neverJoined = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5",` +
+		`"finalizers":["fleetconfig.open-cluster-management.io/hub-cleanup-preflight","fleetconfig.open-cluster-management.io/hub-cleanup"]},` +
+		`"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"addOns":[{"configName":"fleetconfig-controller-agent"}]},` +
+		`"status":{"phase":"Unhealthy"}}`
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, neverJoined)
+	srv.Respond("GET /apis/work.open-cluster-management.io/v1/namespaces/spoke-1/manifestworks", 200, `{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	srv.Respond("DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+	srv.Respond("GET /api/v1/namespaces/mural-system/secrets/spoke-1-kubeconfig", 404, notFound)
+	code, _, errOut := runSpoke(srv, "remove", "spoke-1")
+	assert.Check(t, is.Equal(code, exitcode.OK), errOut)
+	assert.Check(t, is.DeepEqual(writes(srv), []string{"DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1"}))
 }
