@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/spokekit/spokekit/e2e/harness"
@@ -172,7 +173,10 @@ func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
 }
 
 // A Spoke deleted before it ever joined goes at once in addon mode: no
-// spoke-side finalizer was ever added.
+// spoke-side finalizer was ever added, so there is nothing to unjoin and no
+// deletion step fails and waits for the controller's retry. The plugin's
+// remove --wait sees it go; every state the Spoke passes through on the way
+// is watched, and none says a step failed.
 func TestNeverJoinedSpokeDeletedAtOnce(t *testing.T) {
 	if mode != fleet.ModeAddon {
 		t.Skip("addon mode: in unified mode the hub adds spoke-cleanup up front and must unjoin")
@@ -184,8 +188,22 @@ func TestNeverJoinedSpokeDeletedAtOnce(t *testing.T) {
 	waitSpoke(t, "never-joined", "hub finalizers", func(u *unstructured.Unstructured) bool {
 		return u != nil && len(u.GetFinalizers()) == 2 && !strings.Contains(strings.Join(u.GetFinalizers(), ","), "spoke-cleanup")
 	})
-	assert.NilError(t, spokes.Delete(ctx(t), "never-joined", metav1.DeleteOptions{}))
-	waitSpoke(t, "never-joined", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+	w, err := spokes.Watch(ctx(t), metav1.ListOptions{FieldSelector: "metadata.name=never-joined", ResourceVersion: spokeObject(t, "never-joined").GetResourceVersion()})
+	assert.NilError(t, err)
+	defer w.Stop()
+
+	r := spoke(t, "remove", "never-joined", "--wait")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, !strings.Contains(r.Stderr, "retries"), "no step failed and waited for a retry: %s", r.Stderr)
+	assert.Check(t, spokeObject(t, "never-joined") == nil)
+	for ev := range w.ResultChan() {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		assert.Assert(t, ok, "watch event %s: %v", ev.Type, ev.Object)
+		assert.Check(t, spokeCondition(u, fleetconfig.SpokeConditionCleanupFailed) != "True", "a deletion step failed: %v", u.Object["status"])
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
 }
 
 // waitManagedClusterGone waits for the ManagedCluster to go: the hub's
