@@ -4,6 +4,7 @@ package spoke
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,8 +15,10 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/spokekit/spokekit/e2e/harness"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/kubeconfig/leaktest"
 )
 
@@ -111,12 +114,32 @@ func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 	}
 	rotatedFile := writeKubeconfig(t, rotated)
 	assert.Check(t, is.Len(leaktest.Find(readFile(t, rotatedFile), creds), 1), "the search finds a key in a kubeconfig, so it can fail")
+	// A ManifestWork carries what it applies, a Secret here: status and
+	// fleetdrain cluster read the cluster's works, never showing them.
+	creds["a Secret in a ManifestWork"] = []byte(rand.Text())
+	createWork(t, "verbose", "verbose-secret", func(w *unstructured.Unstructured) {
+		w.Object["spec"] = map[string]any{"workload": map[string]any{"manifests": []any{map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "verbose-secret", "namespace": "default"},
+			"stringData": map[string]any{"token": string(creds["a Secret in a ManifestWork"])},
+		}}}}
+	})
+	t.Cleanup(func() {
+		err := hub.Dynamic.Resource(ocm.ManifestWorkResource).Namespace("verbose").Delete(context.Background(), "verbose-secret", metav1.DeleteOptions{})
+		assert.Check(t, err)
+	})
+	t.Run("fleetdrain cluster", func(t *testing.T) {
+		r := harness.Kubectl(t, hub.For(t.TempDir()), "fleetdrain", "cluster", "verbose", "--dry-run", "-v=10")
+		assert.Check(t, r.ExitCode == 0 || r.ExitCode == 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "/namespaces/verbose/manifestworks"), "the works request is logged, without its body")
+		assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "credentials in the output of fleetdrain cluster")
+	})
 	for _, tc := range []struct {
 		args    []string
 		exit    int
 		secrets bool // whether the command requests a Secret
 	}{
-		// status reads the credential's record on the Spoke, no Secret.
+		// status reads the credential's record on the Spoke, no Secret, and
+		// the cluster's ManifestWorks.
 		{[]string{"status", "verbose"}, 0, false},
 		// verbose-secret-only first: the run again of verbose records its cluster anew.
 		{[]string{"add", "verbose-secret-only", "--spoke-kubeconfig", spoke2.Kubeconfig}, 0, true},
@@ -131,6 +154,9 @@ func TestVerboseLogsNeverShowStoredCredentials(t *testing.T) {
 			assert.Check(t, is.Equal(r.ExitCode, tc.exit), r)
 			secretRequest := regexp.MustCompile(`/secrets/verbose[a-z-]*-kubeconfig`).MatchString(r.Stderr)
 			assert.Check(t, secretRequest == tc.secrets, "a Secret request logged: %v, want %v", secretRequest, tc.secrets)
+			if args[0] == "status" {
+				assert.Check(t, is.Contains(r.Stderr, "/namespaces/verbose/manifestworks"), "the works request is logged, without its body")
+			}
 			assert.Check(t, is.Len(leaktest.Find(r.Stdout+r.Stderr, creds), 0), "credentials in the output of %v", args)
 		})
 	}

@@ -276,7 +276,9 @@ func taintError(err error, tainted, not []string) error {
 
 func (o *ClusterOptions) plan(ctx context.Context, mc *ocm.ManagedCluster, placements []ocm.Placement) (ClusterReport, error) {
 	cluster := mc.Name
-	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(ctx, metav1.ListOptions{})
+	// A ManifestWork embeds what it applies, Secrets among them: request
+	// logs never show the bodies, here and wherever works are read.
+	works, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).List(cli.HideBodies(ctx), metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		return ClusterReport{}, worksRefusal(ctx, o.f, cluster)
 	}

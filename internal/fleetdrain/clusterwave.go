@@ -140,7 +140,7 @@ func (o *ClusterOptions) stopped(ctx context.Context, tainted []ClusterReport, e
 func (o *ClusterOptions) giveBack(ctx context.Context, c ClusterReport) bool {
 	gctx, cancel := cli.GiveBackContext(ctx)
 	defer cancel()
-	list, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(c.Metadata.Name).List(gctx, metav1.ListOptions{})
+	list, err := o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(c.Metadata.Name).List(cli.HideBodies(gctx), metav1.ListOptions{})
 	if err != nil {
 		return false
 	}
@@ -166,7 +166,7 @@ func (o *ClusterOptions) waitMoved(ctx context.Context, cluster string, moves []
 		want[w.Name] = true
 	}
 	lw := cli.ListWatch(o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster), "", "")
-	return cli.WaitFor(ctx, "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, deadline.Left(), p, func(objs []any) (bool, string, error) {
+	return cli.WaitFor(cli.HideBodies(ctx), "placement works leaving "+cluster, lw, &unstructured.Unstructured{}, deadline.Left(), p, func(objs []any) (bool, string, error) {
 		left := 0
 		for _, obj := range objs {
 			if want[obj.(*unstructured.Unstructured).GetName()] {
@@ -205,7 +205,7 @@ func (o *ClusterOptions) waitHealthy(ctx context.Context, wave []ClusterReport, 
 	for _, dest := range sets.List(sets.KeySet(on)) {
 		works := on[dest]
 		lw := cli.ListWatch(o.dynamic.Resource(ocm.ManifestWorkResource).Namespace(dest), "", "")
-		err := cli.WaitFor(ctx, "moved works Available on "+dest, lw, &unstructured.Unstructured{}, deadline.Left(), p, func(objs []any) (bool, string, error) {
+		err := cli.WaitFor(cli.HideBodies(ctx), "moved works Available on "+dest, lw, &unstructured.Unstructured{}, deadline.Left(), p, func(objs []any) (bool, string, error) {
 			healthy := 0
 			for _, w := range works {
 				if slices.ContainsFunc(objs, func(obj any) bool {

@@ -261,8 +261,11 @@ func (h *HubClient) Spokes(ctx context.Context, ns, selector string) ([]fleetcon
 // that cannot be made (exit 3), never no works: also a 404, which says the
 // hub does not serve ManifestWorks (a list in a namespace that does not
 // exist is an empty one).
+//
+// A ManifestWork carries the manifests it applies, Secrets among them, so
+// request logs never show the bodies (-v=8 would).
 func (h *HubClient) ManifestWorks(ctx context.Context, cluster string) ([]ocm.ManifestWork, error) {
-	out, err := listAll[ocm.ManifestWork](ctx, h, ocm.ManifestWorkResource, cluster, "")
+	out, err := listAll[ocm.ManifestWork](cli.HideBodies(ctx), h, ocm.ManifestWorkResource, cluster, "")
 	switch {
 	case apierrors.IsForbidden(err):
 		return nil, h.worksForbidden(ctx, cluster)
