@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +67,11 @@ type OCMHub struct {
 	// bootstrap is the kubeconfig with the hub's bootstrap token the
 	// agents register with.
 	bootstrap string
+
+	// registration is the hub's registration controller, started with
+	// registrationArgs (see AutoApproveJoins).
+	registration     *Process
+	registrationArgs []string
 
 	mu     sync.Mutex
 	agents map[string]*Process
@@ -137,8 +143,12 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 		}
 		args := append(comp, "--kubeconfig", c.Kubeconfig, "--namespace", OCMHubNamespace, "--disable-leader-election",
 			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]))
-		if _, err := e.StartProcess(name+"-"+comp[0], nil, h.bin, args...); err != nil {
+		p, err := e.StartProcess(name+"-"+comp[0], nil, h.bin, args...)
+		if err != nil {
 			return nil, err
+		}
+		if comp[0] == "registration" {
+			h.registration, h.registrationArgs = p, args
 		}
 	}
 	// The registration controller makes the default cluster set once it runs.
@@ -151,6 +161,70 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 	}
 	fmt.Fprintf(os.Stderr, "harness: OCM hub components on %s up in %s\n", name, time.Since(start).Round(100*time.Millisecond))
 	return h, nil
+}
+
+// BootstrapSAUser is the user name a token of clusteradm init's bootstrap
+// ServiceAccount authenticates as: the identity a join-command line joins
+// with.
+const BootstrapSAUser = "system:serviceaccount:" + BootstrapSANamespace + ":agent-registration-bootstrap"
+
+// autoAcceptedAnnotation is upstream's mark (pkg/registration/hub/managedcluster)
+// of a cluster the auto-approving hub has considered once.
+const autoAcceptedAnnotation = "open-cluster-management.io/automatically-accepted-on"
+
+// AutoApproveJoins restarts the hub's registration controller configured
+// as a hub admin configures auto-approval (ClusterManager
+// spec.registrationConfiguration: feature gate ManagedClusterAutoApproval
+// enabled, autoApproveUsers the join's bootstrap identity; the operator
+// passes them to the controller as these flags): it then approves the CSRs
+// that identity creates when upstream's validateCSR passes them (subject
+// O=system:open-cluster-management:<cluster>, CN under it) and accepts every
+// new ManagedCluster. It accepts every one it had not seen with the gate
+// on, too: first each cluster not accepted yet gets upstream's mark that
+// auto-acceptance had its one chance at it (annotation
+// open-cluster-management.io/automatically-accepted-on), as an admin who
+// turns the gate on with clusters that are to stay pending would. The
+// returned func restarts the controller as it was; call it before the next
+// test, as every cluster made meanwhile would be accepted.
+func (h *OCMHub) AutoApproveJoins(ctx context.Context) (restore func() error, err error) {
+	l, err := h.Dynamic.Resource(managedClusterGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the ManagedClusters: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, mc := range l.Items {
+		if accepted, _, _ := unstructured.NestedBool(mc.Object, "spec", "hubAcceptsClient"); accepted || mc.GetAnnotations()[autoAcceptedAnnotation] != "" {
+			continue
+		}
+		g.Go(func() error {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, autoAcceptedAnnotation, time.Now().UTC().Format(time.RFC3339))
+			_, err := h.Dynamic.Resource(managedClusterGVR).Patch(gctx, mc.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("marking ManagedCluster %s: %w", mc.GetName(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := h.restartRegistration("--feature-gates=ManagedClusterAutoApproval=true", "--auto-approved-csr-users="+BootstrapSAUser); err != nil {
+		return nil, err
+	}
+	return func() error { return h.restartRegistration() }, nil
+}
+
+// restartRegistration stops the registration controller and starts it
+// again with its first arguments and extra.
+func (h *OCMHub) restartRegistration(extra ...string) error {
+	h.registration.Stop()
+	p, err := h.env.StartProcess(h.Name+"-registration", nil, h.bin, append(slices.Clone(h.registrationArgs), extra...)...)
+	if err != nil {
+		return err
+	}
+	h.registration = p
+	return nil
 }
 
 func createNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
@@ -515,7 +589,7 @@ const clusterNameLabel = "open-cluster-management.io/cluster-name"
 var (
 	bootstrapUserPrefixes = []string{
 		"system:bootstrap:",
-		"system:serviceaccount:" + BootstrapSANamespace + ":agent-registration-bootstrap",
+		BootstrapSAUser,
 		"system:serviceaccount:open-cluster-management-hub:grpc-server-sa",
 	}
 	bootstrapGroups = []string{bootstrapGroup, "system:serviceaccounts:" + BootstrapSANamespace, "system:serviceaccounts:open-cluster-management-hub"}

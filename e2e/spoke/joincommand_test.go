@@ -124,8 +124,9 @@ subjects: [{kind: ServiceAccount, name: joiner, namespace: spokekit-ops}]
 // join-command run as a user of the base roles is refused before it mints
 // anything, and that user cannot mint the token by hand either; with the
 // opt-in roles it prints the line, the real agent joins with the printed
-// values alone, and --accept approves and accepts it until it is joined
-// and available.
+// values alone, and --accept sees the hub approve the agent's request
+// (the roles approve none) and accepts the cluster until it is joined and
+// available.
 func TestJoinCommand(t *testing.T) {
 	const name = "edge-join"
 	t.Cleanup(func() { unjoinByHand(t, name) })
@@ -151,6 +152,7 @@ func TestJoinCommand(t *testing.T) {
 	assert.Check(t, managedCluster(t, name) == nil)
 
 	assert.NilError(t, hub.ApplyYAML(ctx(t), optInBindings))
+	autoApproveJoins(t)
 	assert.NilError(t, as.WaitCanI(ctx(t), true, "create", "serviceaccounts/agent-registration-bootstrap", "--subresource", "token", "-n", harness.BootstrapSANamespace))
 	assert.NilError(t, as.WaitCanI(ctx(t), true, "patch", "managedclusters.cluster.open-cluster-management.io"))
 	r = joinOutOfBand(t, as, name, spoke2, "--brush-ignore")

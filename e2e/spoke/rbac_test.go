@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -216,15 +214,12 @@ const csrClusterLabel = "open-cluster-management.io/cluster-name"
 
 // clusterAdminCSR asks the hub for a client certificate for the subject
 // O=kubeadm:cluster-admins, labelled for cluster as the agent labels its
-// request, with the usages the agent asks for: as the holder of token, or
-// as the hub's administrator when token is "". It returns the CSR's name.
+// request, with the usages the agent asks for, as the holder of token. It
+// returns the CSR's name.
 func clusterAdminCSR(t *testing.T, cluster, token string) string {
 	t.Helper()
-	cfg := rest.CopyConfig(hub.Config)
-	if token != "" {
-		cfg = &rest.Config{Host: hub.Config.Host, BearerToken: token,
-			TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData, CAFile: hub.Config.CAFile}}
-	}
+	cfg := &rest.Config{Host: hub.Config.Host, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData, CAFile: hub.Config.CAFile}}
 	kube, err := kubernetes.NewForConfig(cfg)
 	assert.NilError(t, err)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -258,31 +253,16 @@ func approvedCSR(t *testing.T, name string) bool {
 	})
 }
 
-// approvalDryRun is the kubectl request that approves the CSR name as
-// kubectl certificate approve does, as a server dry run: admission sees it,
-// nothing changes.
-func approvalDryRun(t *testing.T, name string) []string {
-	t.Helper()
-	csr, err := hub.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx(t), name, metav1.GetOptions{})
-	assert.NilError(t, err)
-	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "KubectlApprove"})
-	data, err := json.Marshal(csr)
-	assert.NilError(t, err)
-	return []string{"replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/" + name + "/approval?dryRun=All",
-		"-f", writeFile(t, "approval.json", string(data))}
-}
-
 // TestLeastPrivilegeJoin joins a cluster out of band as a ServiceAccount
 // bound to the base roles and the opt-in spokekit-spoke-join and
-// spokekit-spoke-accept, with admission-policy.yaml applied. A year's join
-// token is denied. A request for O=kubeadm:cluster-admins, made with the
-// printed token and labelled for the cluster before its agent starts, is
-// named and left unapproved by join-command --accept, which approves the
-// agent's own request, and the cluster joins. Approving by hand a request
-// no join's bootstrap identity made is denied. (Approving the one made with
-// the join's token by hand is not: the policy cannot read the requested
-// subject, as docs/security.md says.)
+// spokekit-spoke-accept, with admission-policy.yaml applied, on a hub
+// configured to approve joins itself (harness AutoApproveJoins). A year's
+// join token is denied. A request for O=kubeadm:cluster-admins, made with
+// the printed token and labelled for the cluster before its agent starts,
+// cannot be approved by hand (the roles hold no approval; the old
+// spokekit-spoke-accept approved it), is never approved by the hub's
+// registration controller, and is named and left by join-command --accept,
+// which sees the hub approve the agent's own request; the cluster joins.
 func TestLeastPrivilegeJoin(t *testing.T) {
 	const name = "edge-least"
 	t.Cleanup(func() { unjoinByHand(t, name) })
@@ -291,6 +271,7 @@ func TestLeastPrivilegeJoin(t *testing.T) {
 	policy, err := harness.PluginManifest("spoke", "admission-policy.yaml")
 	assert.NilError(t, err)
 	assert.NilError(t, hub.ApplyYAML(ctx(t), policy+"\n---\n"+roles+"\n---\n"+joinerBindings+"\n---\n"+optInBindings))
+	autoApproveJoins(t)
 	as, err := hub.ServiceAccountCommand(ctx(t), t.TempDir(), "spokekit-ops", "joiner")
 	assert.NilError(t, err)
 	assert.NilError(t, as.WaitCanI(ctx(t), true, "create", "serviceaccounts/agent-registration-bootstrap", "--subresource", "token", "-n", harness.BootstrapSANamespace))
@@ -306,20 +287,27 @@ func TestLeastPrivilegeJoin(t *testing.T) {
 
 	s, v := startJoinCommand(t, as, name)
 	evil := clusterAdminCSR(t, name, v.Token)
+	// Join plus accept by hand: the request the join's token made for
+	// cluster-admins cannot be approved.
+	r = harness.Kubectl(t, as, "certificate", "approve", evil)
+	assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), r)
+	assert.Check(t, !approvedCSR(t, evil), "%s approved by hand", evil)
+
 	r = finishJoin(t, s, v, name, spoke2)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, "certificatesigningrequest/"+evil+" is not approved: "), r)
 	assert.Check(t, is.Contains(r.Stderr, "O=kubeadm:cluster-admins"), r)
-	assert.Check(t, is.Regexp(`certificatesigningrequest/\S+ approved \(subject CN=system:open-cluster-management:`+name+`:`, r.Stderr), r)
+	assert.Check(t, is.Regexp(`certificatesigningrequest/\S+ approved, reason AutoApprovedByHubCSRApprovingController \(subject CN=system:open-cluster-management:`+name+`:`, r.Stderr), r)
 	assert.Check(t, is.Regexp(`ManagedCluster `+name+`: JOINED True, AVAILABLE True`, r.Stderr), r)
-	assert.Check(t, !approvedCSR(t, evil), "join-command approved %s", evil)
+	// The hub had the whole join to approve it, and did not.
+	assert.Check(t, !approvedCSR(t, evil), "%s approved", evil)
+}
 
-	// By hand, a request no join's bootstrap identity asked for: the
-	// approval is denied.
-	other := clusterAdminCSR(t, name, "")
-	assert.NilError(t, as.WaitDeniedRequest(ctx(t), "spokekit-spoke-accept-approves-joins", approvalDryRun(t, other)...))
-	r = harness.Kubectl(t, as, "certificate", "approve", other)
-	assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "denied request") && strings.Contains(r.Stderr, "spokekit-spoke-accept-approves-joins"), r)
-	assert.Check(t, !approvedCSR(t, other), "%s approved by hand", other)
-
+// autoApproveJoins configures the hub to approve joins itself, as a hub
+// that relies on the shipped roles is configured, until the test ends.
+func autoApproveJoins(t *testing.T) {
+	t.Helper()
+	restore, err := hub.AutoApproveJoins(ctx(t))
+	assert.NilError(t, err)
+	t.Cleanup(func() { assert.Check(t, restore()) })
 }

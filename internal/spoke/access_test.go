@@ -61,7 +61,6 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			hub.secretAccess("get", secret),
 			{Verb: "create", Group: "spokekit.io", Resource: "kubeconfigsecrets", Namespace: hub.Namespace},
 			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitedspokes", Namespace: hub.Namespace},
-			{Verb: "accept", Group: "spokekit.io", Resource: "clusterjoins"},
 		},
 	)
 	for _, a := range needs {

@@ -83,17 +83,21 @@ func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 
 			The line is printed first; --wait then waits until the cluster's
 			agent has created its ManagedCluster. --accept (implies --wait)
-			accepts it as clusteradm accept does, more strictly: it approves
-			only the client certificate request OCM's registration agent makes,
-			asked with the printed token (signer kube-apiserver-client; usages
-			digital signature, key encipherment, client auth; subject
+			accepts it as clusteradm accept does, more strictly: only the client
+			certificate request OCM's registration agent makes, asked with the
+			printed token, counts (signer kube-apiserver-client; usages digital
+			signature, key encipherment, client auth; subject
 			CN=system:open-cluster-management:NAME:AGENT with the organizations
 			system:open-cluster-management:NAME and
 			system:open-cluster-management:managed-clusters and nothing else; no
 			subject alternative names), from one agent. It names every other
-			request labelled for the cluster, with why it is not approved. Then
-			it sets hubAcceptsClient and waits until the cluster has joined and
-			is available.
+			request labelled for the cluster, with why it is left alone. A user
+			who may approve certificate requests has it approve the agent's; the
+			shipped roles may not, and it waits for the hub's registration
+			controller to approve it (feature gate ManagedClusterAutoApproval,
+			the join's identity among the ClusterManager's autoApproveUsers).
+			Then it sets hubAcceptsClient and waits until the cluster has joined
+			and is available.
 
 			NAME must be a valid cluster name that no Spoke and no ManagedCluster
 			uses (exit 3 otherwise, nothing changed). Minting a token needs a
@@ -117,7 +121,7 @@ func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	fl.BoolVar(&o.UseBootstrapToken, "use-bootstrap-token", false, "Take the bootstrap token Secret of kube-system instead of minting a ServiceAccount token (a hub set up with clusteradm init --use-bootstrap-token).")
 	fl.StringVar(&o.HubAPIServer, "hub-apiserver", "", "The hub's API server URL as the cluster reaches it (default: the kubeconfig's server).")
 	fl.BoolVar(&o.Wait, "wait", false, "After printing, wait until the cluster's agent has created its ManagedCluster.")
-	fl.BoolVar(&o.Accept, "accept", false, "Wait for the cluster, approve its CSRs and accept it as clusteradm accept does, and wait until it joined and is available.")
+	fl.BoolVar(&o.Accept, "accept", false, "Wait for the cluster, approve the agent's CSR (or wait for the hub to) and accept it as clusteradm accept does, and wait until it joined and is available.")
 	fl.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait and --accept wait (0: no limit).")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
@@ -193,7 +197,15 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 	if !o.Wait {
 		return nil
 	}
-	return o.waitAndAccept(ctx, hub, r, csrRulesFor(o.Name, facts.Token))
+	approver := false
+	if o.Accept {
+		missing, err := authz.Missing(ctx, hub.Kube.AuthorizationV1(), approvalAccess())
+		if err != nil {
+			return fmt.Errorf("checking whether you may approve the cluster's certificate request: %w", err)
+		}
+		approver = len(missing) == 0
+	}
+	return o.waitAndAccept(ctx, hub, r, csrRulesFor(o.Name, facts.Token), approver)
 }
 
 // read gathers what the plan decides on: whether the name is taken, and
@@ -246,13 +258,23 @@ func (o *JoinCommandOptions) access() []authz.Permission {
 	if o.Accept {
 		out = append(out,
 			access("get", csrResource, ""), access("list", csrResource, ""), access("watch", csrResource, ""),
-			authz.Permission{Verb: "update", Group: csrResource.Group, Resource: csrResource.Resource, Subresource: "approval"},
-			authz.Permission{Verb: "approve", Group: csrResource.Group, Resource: "signers", Name: registrationClientSigner},
 			authz.Permission{Verb: "patch", Group: ocm.ManagedClusterResource.Group, Resource: ocm.ManagedClusterResource.Resource, Name: o.Name},
 			// What the registration webhook asks before hubAcceptsClient changes.
 			authz.Permission{Verb: "update", Group: "register.open-cluster-management.io", Resource: "managedclusters", Subresource: "accept", Name: o.Name})
 	}
 	return out
+}
+
+// approvalAccess is what approving a join's CSR takes. No shipped role
+// grants it: RBAC cannot narrow it to OCM's registration subjects, so
+// whoever holds it may have a client certificate signed for any subject.
+// Without it, --accept leaves approval to the hub's registration
+// controller, which checks the subject itself.
+func approvalAccess() []authz.Permission {
+	return []authz.Permission{
+		{Verb: "update", Group: csrResource.Group, Resource: csrResource.Resource, Subresource: "approval"},
+		{Verb: "approve", Group: csrResource.Group, Resource: "signers", Name: registrationClientSigner},
+	}
 }
 
 // token obtains the join's token as clusteradm get token does. Request
@@ -339,7 +361,7 @@ func loopback(host string) bool {
 
 // waitAndAccept waits for the cluster's ManagedCluster and, with --accept,
 // accepts it and waits until it joined.
-func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, r *JoinCommandReport, rules csrRules) error {
+func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, r *JoinCommandReport, rules csrRules, approver bool) error {
 	d := cli.NewDeadline(o.Timeout)
 	p := cli.NewProgress(o.ErrOut)
 	var mc ocm.ManagedCluster
@@ -352,12 +374,17 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 			return true, "created by the cluster's agent", nil
 		})
 	if err == nil && o.Accept {
-		err = hub.acceptCluster(ctx, rules, &mc, d, p)
+		err = hub.acceptCluster(ctx, rules, &mc, approver, d, p)
 	}
 	if err != nil && exitcode.Of(err) == exitcode.TimedOut {
 		until := ""
 		if r.TokenExpires != nil {
 			until = " (the token is valid until " + r.TokenExpires.UTC().Format(time.RFC3339) + ")"
+		}
+		if o.Accept && !approver {
+			return fmt.Errorf("%w; the cluster may still join%s: see kubectl spoke status %s. You may not approve certificate requests, so the hub's registration controller approves the agent's: "+
+				"it does only with its feature gate ManagedClusterAutoApproval on and the join's identity (%s) among its auto-approved users (ClusterManager spec.registrationConfiguration); otherwise a cluster administrator runs this command with --accept, or clusteradm accept --clusters %s",
+				err, until, o.Name, rules.Requester, o.Name)
 		}
 		return fmt.Errorf("%w; the cluster may still join%s: see kubectl spoke status %s, and accept it with clusteradm accept --clusters %s", err, until, o.Name, o.Name)
 	}
@@ -365,10 +392,11 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 }
 
 // acceptCluster does what clusteradm accept does, for the agent's request
-// alone: approves the cluster's CSRs the rules allow, sets
+// alone: approves the cluster's CSRs the rules allow (an approver), or waits
+// until the hub's registration controller approved one, sets
 // hubAcceptsClient, then waits until the cluster joined and is available.
 // The CSRs it refuses are named, with why.
-func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.ManagedCluster, d cli.Deadline, p *cli.Progress) error {
+func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.ManagedCluster, approver bool, d cli.Deadline, p *cli.Progress) error {
 	var decision csrDecision
 	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, cli.ListWatch(h.Dynamic.Resource(csrResource), "", csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
@@ -382,7 +410,10 @@ func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.M
 			if decision, err = decideCSRs(rules, mc, csrs); err != nil {
 				return false, "", err
 			}
-			return decision.ready(), decision.state(len(csrs)), nil
+			if approver {
+				return decision.ready(), decision.state(len(csrs)), nil
+			}
+			return decision.Approved || decision.NoCSR, decision.hubState(len(csrs)), nil
 		})
 	if err != nil {
 		return err
@@ -390,12 +421,17 @@ func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.M
 	for _, j := range decision.Refused {
 		p.Printf("%s", j.refusal())
 	}
-	for i := range decision.Approve {
-		c := &decision.Approve[i].CSR
-		if err := h.approveCSR(ctx, rules, c); err != nil {
-			return err
+	if approver {
+		for i := range decision.Approve {
+			c := &decision.Approve[i].CSR
+			if err := h.approveCSR(ctx, rules, c); err != nil {
+				return err
+			}
+			p.Printf("certificatesigningrequest/%s approved (subject %s)", c.Name, decision.Approve[i].Verdict.Subject)
 		}
-		p.Printf("certificatesigningrequest/%s approved (subject %s)", c.Name, decision.Approve[i].Verdict.Subject)
+	} else if !decision.NoCSR {
+		c := decision.ApprovedCSR
+		p.Printf("certificatesigningrequest/%s approved, reason %s (subject %s)", c.CSR.Name, approvalReason(&c.CSR), c.Verdict.Subject)
 	}
 	if err := h.setHubAcceptsClient(ctx, mc.Name); err != nil {
 		return err

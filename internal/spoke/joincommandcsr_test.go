@@ -235,6 +235,20 @@ func TestDecideCSRs(t *testing.T) {
 	assert.Check(t, is.Contains(out.String(), `(subject CN=mallory^[]0\;x\x07,O=kubeadm:cluster-admins)`), out.String())
 	assert.Check(t, !strings.ContainsAny(out.String(), "\x1b\a"))
 
+	// Waiting for the hub: the agent's request approved by the hub's
+	// registration controller is the one named, with the reason; one for
+	// cluster-admin that someone approved is named as not the agent's.
+	byHub := agentCSR(t, "edge-1-a", nil)
+	byHub.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Reason: "AutoApprovedByHubCSRApprovingController"}}
+	d, err = decideCSRs(saRules, mc, []certificatesv1.CertificateSigningRequest{approvedAdmin, byHub})
+	assert.NilError(t, err)
+	assert.Check(t, d.Approved && d.ApprovedCSR.CSR.Name == "edge-1-a" && approvalReason(&d.ApprovedCSR.CSR) == "AutoApprovedByHubCSRApprovingController", "%+v", d)
+	assert.Check(t, is.Contains(d.hubState(2), "certificatesigningrequest/edge-1-evil was approved by someone else, though it is not the agent's request"))
+	d, err = decideCSRs(saRules, mc, []certificatesv1.CertificateSigningRequest{agent})
+	assert.NilError(t, err)
+	assert.Check(t, !d.Approved, "the agent's request is not approved until the hub approves it")
+	assert.Check(t, is.Contains(d.hubState(1), "waiting for the hub's registration controller to approve it"))
+
 	// Two agents ask under one name: nothing is approved.
 	_, err = decideCSRs(saRules, mc, []certificatesv1.CertificateSigningRequest{agent, second})
 	assert.Equal(t, exitcode.Of(err), exitcode.Refused)

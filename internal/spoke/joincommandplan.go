@@ -172,8 +172,10 @@ func shellQuote(s string) string {
 type csrDecision struct {
 	// Approve are the CSRs to approve, each with what the rules saw.
 	Approve []judgedCSR
-	// Approved: one of the agent's requests is approved already.
-	Approved bool
+	// Approved: one of the agent's requests is approved already;
+	// ApprovedCSR is that one.
+	Approved    bool
+	ApprovedCSR judgedCSR
 	// NoCSR: the cluster registers without one (AWS IRSA).
 	NoCSR bool
 	// Refused are the cluster's CSRs the rules refuse, and why.
@@ -199,9 +201,23 @@ func (d csrDecision) state(n int) string {
 	return s
 }
 
+// hubState says the decision in words while the hub's registration
+// controller is to approve the agent's request.
+func (d csrDecision) hubState(n int) string {
+	s := fmt.Sprintf("%d request(s), %d the agent's, waiting for the hub's registration controller to approve it", n, len(d.Approve))
+	for _, j := range d.Refused {
+		s += "; " + j.refusal()
+	}
+	return s
+}
+
 // refusal names a refused CSR, why, and what it asks for.
 func (j judgedCSR) refusal() string {
-	s := fmt.Sprintf("certificatesigningrequest/%s is not approved: %s", j.CSR.Name, j.Verdict.Reason)
+	what := "is not approved"
+	if approved, _ := approval(&j.CSR); approved {
+		what = "was approved by someone else, though it is not the agent's request"
+	}
+	s := fmt.Sprintf("certificatesigningrequest/%s %s: %s", j.CSR.Name, what, j.Verdict.Reason)
 	if j.Verdict.Subject != "" {
 		s += " (subject " + j.Verdict.Subject + ")"
 	}
@@ -237,7 +253,7 @@ func decideCSRs(rules csrRules, mc *ocm.ManagedCluster, csrs []certificatesv1.Ce
 			requesters = append(requesters, j.Verdict.CommonName)
 		}
 		if approved {
-			d.Approved = true
+			d.Approved, d.ApprovedCSR = true, j
 		} else {
 			d.Approve = append(d.Approve, j)
 		}
@@ -260,4 +276,15 @@ func approval(c *certificatesv1.CertificateSigningRequest) (approved, denied boo
 		}
 	}
 	return approved, denied
+}
+
+// approvalReason is the reason of a CSR's Approved condition: the hub's
+// registration controller gives AutoApprovedByHubCSRApprovingController.
+func approvalReason(c *certificatesv1.CertificateSigningRequest) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved {
+			return cond.Reason
+		}
+	}
+	return ""
 }
