@@ -23,9 +23,10 @@
 //   - values: edits of a Helm values file or HelmRelease that keep comments;
 //   - exitcode, authz, scrub, localfile: leaves that import no other
 //     spokekit package, so that kubeconfig and values need no cli: exit codes
-//     and the errors that carry them, what the current user may do (one
-//     SelfSubjectAccessReview each), credentials scrubbed from what is
-//     printed, bounded reads of the files a user names.
+//     and the errors that carry them, what the current user may do (a
+//     SelfSubjectRulesReview per namespace, SelfSubjectAccessReviews for the
+//     rest), credentials scrubbed from what is printed, bounded reads of
+//     the files a user names.
 //
 // family tests what the three plugins promise alike; release holds the
 // GoReleaser configuration and the krew templates.
@@ -45,8 +46,8 @@
 //
 //  1. plan: read what is there and compute the change in a pure function
 //     (no client), which the unit tests golden-test;
-//  2. access check: one SelfSubjectAccessReview per permission the plan
-//     needs (cli.Preflight); a missing one refuses before any change;
+//  2. access check: every permission the plan needs (cli.Preflight, which
+//     asks authz); a missing one refuses before any change;
 //  3. apply: thin writes of the plan (each with the --dry-run option), then
 //     an optional wait bounded by --timeout;
 //  4. report: one report value printed by the command's cli.Output (table,

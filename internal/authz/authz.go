@@ -1,6 +1,7 @@
 // Package authz asks the API server what the current user may do: the
 // permissions a command needs, named in words, and which of them are
-// missing (one SelfSubjectAccessReview each).
+// missing (one SelfSubjectRulesReview per namespace where its answer is
+// complete, else one SelfSubjectAccessReview each).
 package authz
 
 import (
@@ -51,34 +52,70 @@ func Unique(needs []Permission) []Permission {
 	return slices.CompactFunc(out, func(a, b Permission) bool { return key(a) == key(b) })
 }
 
+// Client asks both kinds of review.
+type Client interface {
+	authorizationclient.SelfSubjectAccessReviewsGetter
+	authorizationclient.SelfSubjectRulesReviewsGetter
+}
+
 // reviewsAtOnce bounds the reviews in flight: a command asks up to about
 // forty, which one by one take a round trip each.
 const reviewsAtOnce = 16
 
-// Missing asks the API server, with one SelfSubjectAccessReview per
-// permission (several at once), which of needs the current user lacks; each
-// is named in words, in the order of Unique.
-func Missing(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, needs []Permission) ([]string, error) {
+// Missing says which of needs the current user lacks, each named in words,
+// in the order of Unique. Where a namespace holds several of the needs, one
+// SelfSubjectRulesReview of it allows those its rules cover; every other
+// need (cluster-wide ones, those the rules do not cover, and all of a
+// namespace whose rules the server says are incomplete or cannot give) is
+// asked with a SelfSubjectAccessReview, several at once. So a permission
+// is missing only on an access review's word, and allowed only on a
+// complete answer.
+func Missing(ctx context.Context, client Client, needs []Permission) ([]string, error) {
 	asks := Unique(needs)
 	allowed := make([]bool, len(asks))
 	errs := make([]error, len(asks))
 	// Every review runs to its end, so the error named is the first in
-	// order, the same on every run.
-	var g errgroup.Group
-	g.SetLimit(reviewsAtOnce)
-	for i, a := range asks {
-		g.Go(func() error {
-			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: a.DeepCopy()}}
-			res, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-			if err != nil {
-				errs[i] = fmt.Errorf("asking whether the user may %s: %w", Describe(a), err)
-				return nil
-			}
-			allowed[i] = res.Status.Allowed
+	// order, the same on every run. The rules reviews (one group) hand what
+	// they do not allow to the access reviews (another), so no goroutine
+	// waits for a slot of its own group.
+	var rulesGroup, accessGroup errgroup.Group
+	rulesGroup.SetLimit(reviewsAtOnce)
+	accessGroup.SetLimit(reviewsAtOnce)
+	ask := func(i int) {
+		accessGroup.Go(func() error {
+			allowed[i], errs[i] = accessReview(ctx, client, asks[i])
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines return no error: each keeps its own
+	byNamespace := map[string][]int{}
+	for i, a := range asks {
+		if a.Namespace != "" {
+			byNamespace[a.Namespace] = append(byNamespace[a.Namespace], i)
+		}
+	}
+	for i, a := range asks {
+		if len(byNamespace[a.Namespace]) < 2 {
+			ask(i) // one review either way: the access review answers it alone
+		}
+	}
+	for ns, idx := range byNamespace {
+		if len(idx) < 2 {
+			continue
+		}
+		rulesGroup.Go(func() error {
+			rules, ok := rulesReview(ctx, client, ns)
+			for _, i := range idx {
+				if ok && rules.allow(asks[i]) {
+					allowed[i] = true
+				} else {
+					ask(i)
+				}
+			}
+			return nil
+		})
+	}
+	_ = rulesGroup.Wait() // the goroutines return no error: each keeps its own
+	_ = accessGroup.Wait()
 	var missing []string
 	for i, a := range asks {
 		if errs[i] != nil {
@@ -89,4 +126,55 @@ func Missing(ctx context.Context, client authorizationclient.SelfSubjectAccessRe
 		}
 	}
 	return missing, nil
+}
+
+func accessReview(ctx context.Context, client Client, a Permission) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: a.DeepCopy()}}
+	res, err := client.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("asking whether the user may %s: %w", Describe(a), err)
+	}
+	return res.Status.Allowed, nil
+}
+
+// rules are what a SelfSubjectRulesReview of one namespace granted.
+type rules []authorizationv1.ResourceRule
+
+// rulesReview asks what the user may do in ns; ok is false when the answer
+// cannot be used to allow anything: the request failed, or the server says
+// its list is incomplete (an authorizer that cannot list its rules, such
+// as a webhook) or met an error.
+func rulesReview(ctx context.Context, client Client, ns string) (rules, bool) {
+	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
+	res, err := client.SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil || res.Status.Incomplete || res.Status.EvaluationError != "" {
+		return nil, false
+	}
+	return res.Status.ResourceRules, true
+}
+
+// allow says whether a rule grants a, matched as RBAC matches a request:
+// "*" for any verb, group or resource, "resource/subresource" or
+// "*/subresource" for a subresource, and resource names, when a rule lists
+// any, naming a.
+func (rs rules) allow(a Permission) bool {
+	resource := a.Resource
+	if a.Subresource != "" {
+		resource += "/" + a.Subresource
+	}
+	matches := func(list []string, want string) bool {
+		return slices.Contains(list, "*") || slices.Contains(list, want)
+	}
+	for _, r := range rs {
+		if !matches(r.Verbs, a.Verb) || !matches(r.APIGroups, a.Group) {
+			continue
+		}
+		if !matches(r.Resources, resource) && (a.Subresource == "" || !slices.Contains(r.Resources, "*/"+a.Subresource)) {
+			continue
+		}
+		if len(r.ResourceNames) == 0 || (a.Name != "" && slices.Contains(r.ResourceNames, a.Name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,115 @@ func TestMissingFailsWithTheReviewThatFailed(t *testing.T) {
 	})
 	_, err := Missing(context.Background(), client.AuthorizationV1(), []Permission{{Verb: "list", Resource: "secrets", Namespace: "x"}})
 	assert.ErrorContains(t, err, "asking whether the user may list secrets in namespace x: connection refused")
+}
+
+// rulesClient answers rules reviews with rules (incomplete when said so)
+// and access reviews with allowed; it records what was asked.
+func rulesClient(rules []authorizationv1.ResourceRule, incomplete bool, allowed func(authorizationv1.ResourceAttributes) bool) *fake.Clientset {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectRulesReview)
+		r.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: rules, Incomplete: incomplete}
+		return true, r, nil
+	})
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		r.Status.Allowed = allowed(*r.Spec.ResourceAttributes)
+		return true, r, nil
+	})
+	return client
+}
+
+// asked names each review sent: "rules NS" or the permission in words.
+func asked(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		switch r := a.(k8stesting.CreateAction).GetObject().(type) {
+		case *authorizationv1.SelfSubjectRulesReview:
+			out = append(out, "rules "+r.Spec.Namespace)
+		case *authorizationv1.SelfSubjectAccessReview:
+			out = append(out, Describe(*r.Spec.ResourceAttributes))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var inMural = []Permission{
+	{Verb: "get", Group: "fleetconfig.open-cluster-management.io", Resource: "spokes", Namespace: "mural"},
+	{Verb: "create", Group: "fleetconfig.open-cluster-management.io", Resource: "spokes", Namespace: "mural"},
+	{Verb: "update", Resource: "secrets", Namespace: "mural", Name: "spoke-1-kubeconfig"},
+	{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "mural"},
+}
+
+// Several permissions in one namespace are one rules review when its rules
+// grant them all; a cluster-wide one is still an access review.
+func TestMissingAsksANamespaceOnce(t *testing.T) {
+	client := rulesClient([]authorizationv1.ResourceRule{
+		{Verbs: []string{"get", "create"}, APIGroups: []string{"fleetconfig.open-cluster-management.io"}, Resources: []string{"spokes"}},
+		{Verbs: []string{"*"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"spoke-1-kubeconfig"}},
+		{Verbs: []string{"create"}, APIGroups: []string{"*"}, Resources: []string{"*/eviction"}},
+	}, false, func(authorizationv1.ResourceAttributes) bool { return true })
+	got, err := Missing(context.Background(), client.AuthorizationV1(), append(slices.Clone(inMural), Permission{Verb: "get", Resource: "nodes"}))
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(got, 0))
+	assert.Check(t, is.DeepEqual(asked(client), []string{"get nodes", "rules mural"}))
+}
+
+// What the rules do not grant is not missing on their word: an access
+// review decides (a rule of another name, verb, group or subresource grants
+// nothing).
+func TestMissingAsksWhatTheRulesDoNotGrant(t *testing.T) {
+	client := rulesClient([]authorizationv1.ResourceRule{
+		{Verbs: []string{"get"}, APIGroups: []string{"fleetconfig.open-cluster-management.io"}, Resources: []string{"spokes"}},
+		{Verbs: []string{"update"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"other"}},
+		{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods"}},
+		{Verbs: []string{"create"}, APIGroups: []string{"apps"}, Resources: []string{"spokes"}},
+	}, false, func(a authorizationv1.ResourceAttributes) bool { return a.Resource == "secrets" })
+	got, err := Missing(context.Background(), client.AuthorizationV1(), inMural)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{
+		"create pods/eviction in namespace mural",
+		"create spokes.fleetconfig.open-cluster-management.io in namespace mural",
+	}))
+	assert.Check(t, is.DeepEqual(asked(client), []string{
+		"create pods/eviction in namespace mural",
+		"create spokes.fleetconfig.open-cluster-management.io in namespace mural",
+		"rules mural",
+		"update secrets spoke-1-kubeconfig in namespace mural",
+	}))
+}
+
+// Rules the server says are incomplete (a webhook authorizer cannot list
+// its own) allow nothing: every permission of the namespace is asked, and
+// a denied one is missing even though a rule seemed to grant it.
+func TestMissingDoesNotTrustIncompleteRules(t *testing.T) {
+	client := rulesClient([]authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+		true, func(a authorizationv1.ResourceAttributes) bool { return a.Verb != "create" })
+	got, err := Missing(context.Background(), client.AuthorizationV1(), inMural)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{
+		"create pods/eviction in namespace mural",
+		"create spokes.fleetconfig.open-cluster-management.io in namespace mural",
+	}))
+	assert.Check(t, is.Len(asked(client), len(inMural)+1))
+}
+
+// A rules review that fails hands its namespace to the access reviews; one
+// of those failing fails the check (the caller refuses).
+func TestMissingFallsBackWhenTheRulesReviewFails(t *testing.T) {
+	client := rulesClient(nil, false, func(authorizationv1.ResourceAttributes) bool { return true })
+	client.PrependReactor("create", "selfsubjectrulesreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server could not find the requested resource")
+	})
+	got, err := Missing(context.Background(), client.AuthorizationV1(), inMural)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(got, 0))
+	assert.Check(t, is.Len(asked(client), len(inMural)+1), "the rules review, then every permission")
+
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	_, err = Missing(context.Background(), client.AuthorizationV1(), inMural)
+	assert.ErrorContains(t, err, "connection refused")
 }

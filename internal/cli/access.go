@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
-
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -24,7 +22,7 @@ func AccessRefusal(missing []string, rbac string) error {
 // may do everything the command will do. A check that cannot run refuses
 // too: nothing was changed either way. A client dry run sends nothing and
 // is not checked.
-func Preflight(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, dryRun DryRun, rbac string, needs []authz.Permission) error {
+func Preflight(ctx context.Context, client authz.Client, dryRun DryRun, rbac string, needs []authz.Permission) error {
 	if dryRun == DryRunClient || len(needs) == 0 {
 		return nil
 	}

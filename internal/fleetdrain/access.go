@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/util/sets"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/authz"
@@ -69,11 +68,11 @@ func clusterAccess(clusters []string, wait bool) []authz.Permission {
 	return needs
 }
 
-func preflight(ctx context.Context, client authorizationclient.SelfSubjectAccessReviewsGetter, dryRun cli.DryRun, needs []authz.Permission) error {
+func preflight(ctx context.Context, client authz.Client, dryRun cli.DryRun, needs []authz.Permission) error {
 	return cli.Preflight(ctx, client, dryRun, RBACManifest, needs)
 }
 
-func accessClient(f *cli.Factory) (authorizationclient.SelfSubjectAccessReviewsGetter, error) {
+func accessClient(f *cli.Factory) (authz.Client, error) {
 	kube, err := f.KubernetesClientSet()
 	if err != nil {
 		return nil, err

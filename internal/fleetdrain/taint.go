@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -102,7 +102,7 @@ type clusterTargets struct {
 	DryRun   cli.DryRun
 	f        *cli.Factory
 	dynamic  dynamic.Interface
-	access   authorizationclient.SelfSubjectAccessReviewsGetter
+	access   authz.Client
 }
 
 func newClusterTargets(f *cli.Factory, streams genericiooptions.IOStreams) clusterTargets {
