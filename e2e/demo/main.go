@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -97,6 +98,16 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// The spokes' admin kubeconfigs, as their owners would hand them over.
+	for _, c := range []*harness.Cluster{d.spoke1, d.spoke2} {
+		data, err := os.ReadFile(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(home, c.Name+".kubeconfig"), data, 0o600); err != nil {
+			return err
+		}
+	}
 	steps := []func(context.Context) error{d.plugins, d.spokeLifecycle, d.fleetdrain, d.park}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -132,10 +143,13 @@ func (d *Demo) kubectl(ctx context.Context, c *harness.Cluster, args ...string) 
 	return d.expect(ctx, c, 0, args...)
 }
 
-// expect runs one command against cluster c and requires the given exit code.
+// expect runs one command against cluster c and requires the given exit
+// code. It runs in the demo's home, so the files the demo writes there are
+// named as a user in that directory would name them.
 func (d *Demo) expect(ctx context.Context, c *harness.Cluster, code int, args ...string) error {
 	fmt.Printf("\n$ KUBECONFIG=%s kubectl %s\n", c.Name, strings.Join(args, " "))
-	r, err := c.For(d.home).Kubectl(ctx, args...)
+	cmd := c.For(d.home)
+	r, err := cmd.RunIn(ctx, d.home, filepath.Join(cmd.Tools.Bin, "kubectl"), args...)
 	if err != nil {
 		return err
 	}

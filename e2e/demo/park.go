@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"os"
+	"path/filepath"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 )
@@ -20,17 +19,23 @@ func (d *Demo) park(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.platform.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := d.kubectl(ctx, d.platform, "create", "namespace", ns); err != nil {
 		return err
 	}
 	if err := d.platform.InstallInMemoryClass(ctx, ns, "in-memory", nil); err != nil {
 		return err
 	}
+	// The Cluster is made as its owner would make it, with kubectl: park
+	// warns only about a manager that server-side applies the replicas (a
+	// GitOps tool), and the demo's own would be one.
 	cluster := harness.TopologyCluster(ns, "app", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 3}",
 		"{class: default-worker, name: md-1, replicas: 2}",
 		`{class: default-worker, name: auto, metadata: {annotations: {cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: "1", cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"}}}`)
-	if err := d.platform.ApplyYAML(ctx, cluster); err != nil {
+	if err := os.WriteFile(filepath.Join(d.home, "app.yaml"), []byte(cluster), 0o644); err != nil {
+		return err
+	}
+	if err := d.kubectl(ctx, d.platform, "apply", "-f", "app.yaml"); err != nil {
 		return err
 	}
 	if err := d.platform.KamajiStandIn(ctx, ns, "app"); err != nil {

@@ -31,23 +31,24 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 		return err
 	}
 	fleet.Start(ctx, d.hub, "mural-system", fleet.UpstreamPace().Scaled(fleet.FastScale))
-	values := filepath.Join(d.home, "values.yaml")
-	if err := os.WriteFile(values, []byte(demoValues), 0o644); err != nil {
+	// The commands run in the demo's home and name its files as a user in
+	// that directory would.
+	const values, garbage = "values.yaml", "not-a-kubeconfig"
+	if err := os.WriteFile(filepath.Join(d.home, values), []byte(demoValues), 0o644); err != nil {
 		return err
 	}
-	garbage := filepath.Join(d.home, "not-a-kubeconfig")
-	if err := os.WriteFile(garbage, []byte("hello"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.home, garbage), []byte("hello"), 0o600); err != nil {
 		return err
 	}
 	steps := [][]string{
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--dry-run=client"},
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--apply", "--wait"},
-		{"spoke", "add", "spoke-2", "--spoke-kubeconfig", d.spoke2.Kubeconfig, "--values", values, "--apply", "--wait"},
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig, "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--dry-run=client"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-2", "--spoke-kubeconfig", "spoke-2.kubeconfig", "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--apply", "--wait"},
 		{"spoke", "list", "-o", "wide"},
 		{"spoke", "status", "spoke-2"},
 		{"spoke", "set", "spoke-2", "logVerbosity=2"},
-		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", d.spoke1.Kubeconfig},
+		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig"},
 		{"spoke", "remove", "spoke-2", "--values", values, "--wait"},
 		{"spoke", "list"},
 	}
@@ -56,14 +57,14 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 			return err
 		}
 		if args[1] == "add" && strings.Contains(strings.Join(args, " "), "spoke-2") {
-			data, _ := os.ReadFile(values)
+			data, _ := os.ReadFile(filepath.Join(d.home, values))
 			fmt.Printf("\n$ cat values.yaml\n%s", data)
 		}
 	}
 	refused := [][]string{
 		{"spoke", "add", "spoke-3", "--spoke-kubeconfig", garbage},
 		{"spoke", "set", "spoke-1", "hubRef.name=other"},
-		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", d.spoke2.Kubeconfig},
+		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "spoke-2.kubeconfig"},
 		{"spoke", "force-remove", "spoke-1", "--yes"},
 	}
 	for _, args := range refused {
