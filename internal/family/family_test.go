@@ -79,11 +79,13 @@ var waits = map[string]bool{
 	"kubectl spoke add":          true,
 	"kubectl spoke remove":       true,
 	"kubectl spoke force-remove": true,
-	"kubectl spoke join-command": true,
-	"kubectl fleetdrain node":    true,
-	"kubectl fleetdrain cluster": true,
-	"kubectl park cluster":       true,
-	"kubectl park resume":        true,
+	// --wait with --helmrelease --apply: for the HelmRelease to be Ready.
+	"kubectl spoke rotate-kubeconfig": true,
+	"kubectl spoke join-command":      true,
+	"kubectl fleetdrain node":         true,
+	"kubectl fleetdrain cluster":      true,
+	"kubectl park cluster":            true,
+	"kubectl park resume":             true,
 }
 
 // reads are the leaf commands that only read: every other one changes

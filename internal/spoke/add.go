@@ -395,15 +395,7 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 	}
 	if f.FluxLive != nil {
 		// Flux upgrades the release, whose job applies the Spoke.
-		edited := f.File.Data
-		if p.Edited != nil {
-			edited = p.Edited
-		}
-		obj, err := values.ReleaseObject(edited)
-		if err != nil {
-			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
-		}
-		if p.Flux, err = planFluxApply(obj, f.FluxLive); err != nil {
+		if p.Flux, err = planFluxFile(f.File, p.Edited, f.FluxLive); err != nil {
 			return nil, err
 		}
 	} else if o.Apply {
@@ -514,11 +506,12 @@ func (o *AddOptions) Run(ctx context.Context) error {
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		d := cli.NewDeadline(o.Timeout)
 		if plan.Flux != nil {
-			if err := plan.Flux.waitReady(ctx, hub, d, p); err != nil {
+			step, err := plan.Flux.waitReadyStep(ctx, hub, d, p, "the secret, the file and the HelmRelease are in place")
+			if err != nil {
 				_ = o.print(report)
-				return fmt.Errorf("%w; the secret, the file and the HelmRelease are in place: kubectl describe helmrelease %s -n %s shows why, or run the same add again to keep waiting", err, plan.Flux.Name, plan.Flux.Namespace)
+				return err
 			}
-			report.Steps = append(report.Steps, Step{"helmrelease " + plan.Flux.Namespace + "/" + plan.Flux.Name, "Ready: Flux upgraded the release"})
+			report.Steps = append(report.Steps, step)
 		}
 		if err := hub.WaitJoined(ctx, o.Name, d, p); err != nil {
 			_ = o.print(report)
@@ -590,11 +583,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	}
 	switch {
 	case o.Apply && o.ReleaseFile != "":
-		obj, err := values.ReleaseObject(f.File.Data)
-		if err != nil {
-			return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.File.Path, err)
-		}
-		if f.FluxLive, err = o.hub.readFluxRelease(ctx, obj); err != nil {
+		if f.FluxLive, err = o.hub.readFluxFile(ctx, f.File); err != nil {
 			return nil, err
 		}
 	case o.Apply:

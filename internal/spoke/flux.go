@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/spf13/cobra"
+
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/values"
 )
 
 // fluxApply is add --helmrelease FILE --apply on a Flux-managed hub: the
@@ -73,6 +76,45 @@ func (h *HubClient) readFluxRelease(ctx context.Context, file map[string]any) (*
 		return nil, exitcode.RefusedErrorf("reading HelmRelease %s/%s: %w; nothing was changed", ns, obj.GetName(), err)
 	}
 	return live, nil
+}
+
+// readFluxFile reads the live HelmRelease the --helmrelease file f names,
+// for --apply, before anything is planned or written.
+func (h *HubClient) readFluxFile(ctx context.Context, f *values.File) (*unstructured.Unstructured, error) {
+	obj, err := values.ReleaseObject(f.Data)
+	if err != nil {
+		return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.Path, err)
+	}
+	return h.readFluxRelease(ctx, obj)
+}
+
+// planFluxFile plans the apply of the --helmrelease file f over live, as
+// the command's edit leaves it (edited nil: as it was read, since the
+// entry's edit was made before and the live object may still lack it).
+func planFluxFile(f *values.File, edited []byte, live *unstructured.Unstructured) (*fluxApply, error) {
+	data := f.Data
+	if edited != nil {
+		data = edited
+	}
+	obj, err := values.ReleaseObject(data)
+	if err != nil {
+		return nil, exitcode.RefusedErrorf("%s: %w; nothing was changed", f.Path, err)
+	}
+	return planFluxApply(obj, live)
+}
+
+// addFluxApplyFlag registers --apply for a command whose --helmrelease file
+// the command may apply to the hub.
+func addFluxApplyFlag(cmd *cobra.Command, apply *bool) {
+	cmd.Flags().BoolVar(apply, "apply", false, "With --helmrelease: server-side apply the edited HelmRelease to the hub (refused when the live one differs from the file outside spec.values); --wait then waits for it to be Ready first.")
+}
+
+// validateFluxApply refuses --apply without the file it applies.
+func validateFluxApply(apply bool, releaseFile string) error {
+	if apply && releaseFile == "" {
+		return exitcode.UsageErrorf("--apply applies the --helmrelease file to the hub: give the file")
+	}
+	return nil
 }
 
 // planFluxApply decides the apply of the file's HelmRelease (file, the
@@ -218,6 +260,15 @@ func (a *fluxApply) step(dryRun cli.DryRun) Step {
 		return Step{what, "would be applied (only spec.values differs)"}
 	}
 	return Step{what, "applied (only spec.values changed); Flux upgrades the release"}
+}
+
+// waitReadyStep waits as waitReady does and says so in a step; under is
+// what is in place already, for the error when the wait fails.
+func (a *fluxApply) waitReadyStep(ctx context.Context, h *HubClient, d cli.Deadline, p *cli.Progress, under string) (Step, error) {
+	if err := a.waitReady(ctx, h, d, p); err != nil {
+		return Step{}, fmt.Errorf("%w; %s: kubectl describe helmrelease %s -n %s shows why, or run the same command again to keep waiting", err, under, a.Name, a.Namespace)
+	}
+	return Step{"helmrelease " + a.Namespace + "/" + a.Name, "Ready: Flux upgraded the release"}, nil
 }
 
 // waitReady follows the HelmRelease until Flux has observed the applied

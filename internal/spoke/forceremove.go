@@ -59,7 +59,11 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			removed there with the cluster's own admin kubeconfig.
 
 			With --values (or --helmrelease) the spoke's fleetConfig.spokes entry
-			is removed from that file too, as remove does. A spoke a Helm release
+			is removed from that file too, as remove does; with --helmrelease
+			and --apply the edited HelmRelease is applied to the hub after the
+			delete, as remove applies it (refused, exit 3 and nothing written,
+			when the live one differs from the file outside spec.values), and
+			the wait waits for it to be Ready first. A spoke a Helm release
 			renders gets a warning, since the next helm upgrade would register it
 			again: without a file, from the release named on the Spoke; with a
 			file that has no entry for it, because the release's values must

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -26,6 +27,8 @@ import (
 type removalOptions struct {
 	writeTarget
 	Timeout time.Duration
+	// Apply applies the edited --helmrelease file to the hub.
+	Apply bool
 
 	genericiooptions.IOStreams
 }
@@ -40,6 +43,7 @@ func (o *removalOptions) addFlags(cmd *cobra.Command, timeout string) {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, timeout)
 	o.writeTarget.addFlags(cmd, "Helm values file to remove the spoke's fleetConfig.spokes entry from.",
 		"Flux HelmRelease manifest to remove the spoke's spec.values.fleetConfig.spokes entry from.")
+	addFluxApplyFlag(cmd, &o.Apply)
 }
 
 // Validate rejects bad input before any request.
@@ -48,6 +52,9 @@ func (o *removalOptions) Validate() error {
 		return err
 	}
 	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	if err := validateFluxApply(o.Apply, o.ReleaseFile); err != nil {
 		return err
 	}
 	return o.readFile()
@@ -109,6 +116,9 @@ type removalInput struct {
 	// Release is the --release release as read (nil: none given).
 	Release       *helmrelease.Release
 	releaseClient *helmrelease.Client
+	// FluxLive is the live HelmRelease --helmrelease --apply applies over
+	// (nil: no such apply).
+	FluxLive *unstructured.Unstructured
 	// Force is force-remove: the Spoke is annotated for force-delete first,
 	// and what may be left on the cluster is listed.
 	Force bool
@@ -139,6 +149,9 @@ type removalPlan struct {
 	Release string `json:"release,omitempty"`
 	// Upgrade is the upgrade of --release that drops the entry.
 	Upgrade *releaseUpgrade `json:"upgrade,omitempty"`
+	// Flux is the apply of the --helmrelease file without the entry (nil:
+	// none).
+	Flux *fluxApply `json:"flux,omitempty"`
 }
 
 // planRemoval decides every write of a removal from what was read; it reads
@@ -172,6 +185,12 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 		p.File, p.ValuesPath, p.Values = f, f.Path, entryRemovalNoEntry
 		if changed {
 			p.Edited, p.Values = edited, entryRemovalRemove
+		}
+	}
+	if in.FluxLive != nil {
+		var err error
+		if p.Flux, err = planFluxFile(in.File, p.Edited, in.FluxLive); err != nil {
+			return nil, err
 		}
 	}
 	if in.Release != nil {
@@ -244,7 +263,7 @@ func (p *removalPlan) access(h *HubClient) []authz.Permission {
 	if p.Wait {
 		out = append(out, h.waitGoneAccess()...)
 	}
-	return out
+	return append(out, p.Flux.access(p.Wait)...)
 }
 
 // applyRemoval makes the plan's writes: the annotation, the delete, the
@@ -328,6 +347,9 @@ func (p *removalPlan) steps(dryRun cli.DryRun) []Step {
 	if p.Upgrade != nil {
 		out = append(out, p.Upgrade.step(p.Namespace, dryRun))
 	}
+	if p.Flux != nil {
+		out = append(out, p.Flux.step(dryRun))
+	}
 	return out
 }
 
@@ -343,6 +365,8 @@ func (p *removalPlan) next(dryRun cli.DryRun) string {
 		return "run again without --dry-run to make these changes"
 	case p.Upgrade != nil:
 		return "commit " + p.ValuesPath + ", so that the file in git matches the release"
+	case p.Flux != nil:
+		return "commit " + p.ValuesPath + " where Flux reads it: its next reconcile applies the file from Git again, and with the entry would register the spoke again"
 	case p.File.Kind == values.HelmRelease:
 		return "apply " + p.ValuesPath + " to the hub (or commit it where Flux reads it), so that Flux upgrades the release without the entry; until then the next upgrade registers the spoke again"
 	}
@@ -389,13 +413,19 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if err != nil {
 		return err
 	}
+	var fluxLive *unstructured.Unstructured
+	if o.Apply {
+		if fluxLive, err = hub.readFluxFile(ctx, o.values); err != nil {
+			return err
+		}
+	}
 	var evidence []string
 	if s != nil {
 		if evidence, err = how.Check(ctx, hub, s); err != nil {
 			return err
 		}
 	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, Force: how.Force, Wait: how.Wait})
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, FluxLive: fluxLive, Force: how.Force, Wait: how.Wait})
 	if err != nil {
 		return err
 	}
@@ -432,8 +462,12 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	}
 	// After the delete, as the seed orders it: the job the upgrade runs
 	// applies only the entries left.
-	if err := plan.Upgrade.apply(ctx, o.DryRun, o.Timeout, cli.NewProgress(o.ErrOut)); err != nil {
+	progress := cli.NewProgress(o.ErrOut)
+	if err := plan.Upgrade.apply(ctx, o.DryRun, o.Timeout, progress); err != nil {
 		return fmt.Errorf("%w; the Spoke is deleted, but the release still lists it: run the same command again, or its next upgrade registers the spoke again", err)
+	}
+	if err := plan.Flux.apply(ctx, hub, o.DryRun, progress); err != nil {
+		return fmt.Errorf("%w; the Spoke is deleted and the entry left the file, but the HelmRelease on the hub still lists it: run the same command again, or Flux's next upgrade registers the spoke again", err)
 	}
 	// What may stay on the cluster is said before the wait, so a dry run
 	// and a wait that runs out say it too.
@@ -445,7 +479,16 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
 	if plan.Wait && o.DryRun == cli.DryRunNone {
-		again, err := hub.WaitGone(ctx, o.Name, registered, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut))
+		d := cli.NewDeadline(o.Timeout)
+		if plan.Flux != nil {
+			step, err := plan.Flux.waitReadyStep(ctx, hub, d, progress, "the Spoke is deleted and the HelmRelease applied without the entry")
+			if err != nil {
+				_ = o.print(r)
+				return err
+			}
+			r.Steps = append(r.Steps, step)
+		}
+		again, err := hub.WaitGone(ctx, o.Name, registered, d, progress)
 		if err != nil {
 			_ = o.print(r)
 			return fmt.Errorf("%w; %s", err, how.AfterTimeout)

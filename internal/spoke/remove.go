@@ -82,13 +82,26 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			again. A spoke a Helm release renders gets a warning, since the next
 			helm upgrade would register it again: without a file, from the
 			release named on the Spoke; with a file that has no entry for it,
-			because the release's values must then live elsewhere. With --wait
-			it waits until the Spoke, the ManagedCluster and the cluster
-			namespace are gone (at most --timeout). A spoke already gone is not
+			because the release's values must then live elsewhere.
+
+			With --helmrelease and --apply (a hub whose release Flux manages),
+			after deleting the Spoke it server-side applies the edited
+			HelmRelease to the hub under its own field manager, so Flux upgrades
+			the release without the entry now. It refuses (exit 3, nothing
+			written) when there is no such HelmRelease on the hub, or when the
+			live one differs from the file outside spec.values. Commit the file
+			where Flux reads it: Flux applies it from Git again.
+
+			With --wait it waits (at most --timeout) for the applied HelmRelease
+			to be Ready, then until the Spoke, the ManagedCluster and the
+			cluster namespace are gone. A spoke already gone is not
 			an error: running it again finishes the job.`),
 		Example: templates.Examples(`
 			# The seed's path: delete the Spoke, upgrade the hub's release without its entry, wait until it is gone
 			kubectl spoke remove spoke-2 --release mural --wait
+
+			# Flux: the entry out of the HelmRelease manifest, applied to the hub
+			kubectl spoke remove spoke-2 --helmrelease mural.yaml --apply --wait
 
 			# Remove spoke-2 and its values entry, and wait until it is gone
 			kubectl spoke remove spoke-2 --values values.yaml --wait

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -28,6 +29,11 @@ type RotateOptions struct {
 	writeTarget
 	Kubeconfig spokeKubeconfig
 	Secret     string
+	// Apply applies the edited --helmrelease file to the hub; Wait waits
+	// (at most Timeout) for it to be Ready.
+	Apply   bool
+	Wait    bool
+	Timeout time.Duration
 
 	genericiooptions.IOStreams
 }
@@ -49,6 +55,9 @@ type RotateReport struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Release is the upgrade of the hub's Helm release (--release).
 	Release *releaseUpgrade `json:"release,omitempty"`
+	// HelmRelease is what happened to the HelmRelease on the hub
+	// (--helmrelease --apply).
+	HelmRelease string `json:"helmRelease,omitempty"`
 }
 
 func (r *RotateReport) table() cli.Table {
@@ -60,12 +69,16 @@ func (r *RotateReport) table() cli.Table {
 		t.Columns = append(t.Columns, cli.Column{Name: "VALUES"})
 		t.Rows[0] = append(t.Rows[0], r.Values)
 	}
+	if r.HelmRelease != "" {
+		t.Columns = append(t.Columns, cli.Column{Name: "HELMRELEASE"})
+		t.Rows[0] = append(t.Rows[0], r.HelmRelease)
+	}
 	return t
 }
 
 // NewCmdRotateKubeconfig builds `kubectl spoke rotate-kubeconfig`.
 func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RotateOptions{Kubeconfig: spokeKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, writeTarget: newWriteTarget(f), IOStreams: streams}
+	o := &RotateOptions{Kubeconfig: spokeKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, writeTarget: newWriteTarget(f), Timeout: 5 * time.Minute, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
@@ -92,13 +105,23 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 			file without an entry for the spoke is refused (exit 3) before
 			anything is written. Without a file, a spoke a Helm release renders
 			gets a warning: the next helm upgrade would point it back at the
-			secret its values name. Prints the old and new expiry.`),
+			secret its values name. With --helmrelease and --apply (a hub whose
+			release Flux manages) the edited HelmRelease is server-side applied
+			to the hub under the command's own field manager, so Flux upgrades
+			the release with the new secret now; refused (exit 3, nothing
+			written) when there is no such HelmRelease on the hub or the live
+			one differs from the file outside spec.values. --wait then waits
+			(at most --timeout) for it to be Ready. Prints the old and new
+			expiry.`),
 		Example: templates.Examples(`
 			# New client certificate for spoke-1
 			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig
 
 			# Into a new secret; point the Spoke and its values entry at it
-			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --values values.yaml`),
+			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --values values.yaml
+
+			# Flux: point the HelmRelease's entry at it and apply it to the hub
+			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --helmrelease mural.yaml --apply --wait`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, spokeResourceName),
 		RunE:              cli.RunE(o, o.Complete),
@@ -107,6 +130,9 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	cmd.Flags().StringVar(&o.Secret, "secret", "", "Put the kubeconfig into this secret and point the Spoke at it, instead of replacing the current one.")
 	o.addFlags(cmd, "With --secret: Helm values file whose fleetConfig.spokes entry for the spoke is pointed at the new secret.",
 		"With --secret: Flux HelmRelease manifest whose spec.values.fleetConfig.spokes entry for the spoke is pointed at the new secret.")
+	addFluxApplyFlag(cmd, &o.Apply)
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "With --helmrelease --apply: wait until the HelmRelease is Ready.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits (0: no limit).")
 	return cmd
 }
 
@@ -122,6 +148,15 @@ func (o *RotateOptions) Validate() error {
 	}
 	if (o.ValuesFile != "" || o.ReleaseFile != "" || o.Release != "") && o.Secret == "" {
 		return exitcode.UsageErrorf("--values, --helmrelease and --release go with --secret: a rotation in place keeps the secret the entry names")
+	}
+	if err := validateFluxApply(o.Apply, o.ReleaseFile); err != nil {
+		return err
+	}
+	if o.Wait && !o.Apply {
+		return exitcode.UsageErrorf("--wait waits for the HelmRelease --apply applies: give --helmrelease and --apply")
+	}
+	if err := cli.ValidateTimeout(o.Timeout); err != nil {
+		return err
 	}
 	// The local files last: a usage error is reported before a file's.
 	if err := o.Kubeconfig.read(time.Now()); err != nil {
@@ -146,6 +181,9 @@ type rotateFacts struct {
 	// Release is the --release release as read (nil: none given).
 	Release       *helmrelease.Release
 	releaseClient *helmrelease.Client
+	// FluxLive is the live HelmRelease --helmrelease --apply applies over
+	// (nil: no such apply).
+	FluxLive *unstructured.Unstructured
 }
 
 // repointAction is what rotate-kubeconfig does to the values entry.
@@ -173,6 +211,8 @@ type rotatePlan struct {
 	Warning     string `json:"warning,omitempty"`
 	// Release is the upgrade of --release that re-points the entry.
 	Release *releaseUpgrade `json:"release,omitempty"`
+	// Flux is the apply of the --helmrelease file that re-points it.
+	Flux *fluxApply `json:"flux,omitempty"`
 }
 
 // planRotate decides every write from the facts; it reads and writes nothing.
@@ -209,6 +249,12 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 		p.File, p.ListPath, p.Values = file, file.Kind.ListPath(), repointPresent
 		if changed {
 			p.Edited, p.Values = edited, repointEntry
+		}
+	}
+	if f.FluxLive != nil {
+		var err error
+		if p.Flux, err = planFluxFile(f.File, p.Edited, f.FluxLive); err != nil {
+			return nil, err
 		}
 	}
 	if f.Release != nil {
@@ -270,6 +316,9 @@ func (p *rotatePlan) fill(r *RotateReport, dryRun cli.DryRun) {
 	if r.Release = p.Release; p.Release != nil && r.Values == "" {
 		r.Values = p.Release.step(r.Metadata.Namespace, dryRun).Result
 	}
+	if p.Flux != nil {
+		r.HelmRelease = p.Flux.step(dryRun).Result
+	}
 }
 
 // Run checks the new kubeconfig against the old one, then writes.
@@ -291,13 +340,21 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if plan.Patch == nil {
 		grant.NamedBy = facts.Spoke
 	}
-	if err := hub.preflight(ctx, o.DryRun, grant, plan.access(hub)); err != nil {
+	if err := hub.preflight(ctx, o.DryRun, grant, append(plan.access(hub), plan.Flux.access(o.Wait)...)); err != nil {
 		return err
 	}
 	if err := o.apply(ctx, hub, plan); err != nil {
 		return err
 	}
 	plan.fill(r, o.DryRun)
+	if plan.Flux != nil && o.Wait && o.DryRun == cli.DryRunNone {
+		step, err := plan.Flux.waitReadyStep(ctx, hub, cli.NewDeadline(o.Timeout), cli.NewProgress(o.ErrOut), "the secret is written, the Spoke and the HelmRelease point at it")
+		if err != nil {
+			_ = o.Output.Print(o.Out, r, r.table)
+			return err
+		}
+		r.HelmRelease = step.Result
+	}
 	if plan.Warning != "" {
 		fmt.Fprintln(o.ErrOut, plan.Warning)
 	}
@@ -357,6 +414,11 @@ func (o *RotateOptions) read(ctx context.Context, hub *HubClient) (*rotateFacts,
 	f.File = o.values
 	if f.releaseClient, f.Release, err = o.readRelease(hub.Namespace); err != nil {
 		return nil, nil, err
+	}
+	if o.Apply {
+		if f.FluxLive, err = hub.readFluxFile(ctx, f.File); err != nil {
+			return nil, nil, err
+		}
 	}
 	r := &RotateReport{
 		ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", hub.Namespace, o.Name),
@@ -419,6 +481,9 @@ func (o *RotateOptions) apply(ctx context.Context, hub *HubClient, p *rotatePlan
 	}
 	if err := p.Release.apply(ctx, o.DryRun, 0, cli.NewProgress(o.ErrOut)); err != nil {
 		return fmt.Errorf("%w; the secret %s was written and the Spoke uses it, but the release's entry still names the old one: run this again", err, p.SecretName)
+	}
+	if err := p.Flux.apply(ctx, hub, o.DryRun, cli.NewProgress(o.ErrOut)); err != nil {
+		return fmt.Errorf("%w; the secret %s was written and the Spoke and the file use it, but the HelmRelease on the hub still names the old one: run this again", err, p.SecretName)
 	}
 	return nil
 }
