@@ -69,8 +69,8 @@ func BenchmarkSpokeAdd(b *testing.B) {
 	sent := requests(b, hub, reviews) - before
 	var ours, theirs []Usage
 	alternate(pairs, func(int) { ours = append(ours, plugin()) }, func(int) { theirs = append(theirs, create()) })
-	add("spoke add --apply / kubectl create secret of the same kubeconfig", "s", seconds(ours), seconds(theirs), "≤ the secret's + 1 s")
-	add("spoke add --apply, access and rules reviews sent (hub and spoke)", "requests", []float64{sent}, nil, "—")
+	add(b, "spoke add --apply / kubectl create secret of the same kubeconfig", "s", seconds(ours), seconds(theirs), "≤ the secret's + 1 s")
+	add(b, "spoke add --apply, access and rules reviews sent (hub and spoke)", "requests", []float64{sent}, nil, "—")
 }
 
 // installAddHub gives the hub its CRDs, the namespace and a Hub.
