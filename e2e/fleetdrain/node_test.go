@@ -145,11 +145,11 @@ func TestBudgetWithNoDisruptionStopsTheDrain(t *testing.T) {
 	assert.Equal(t, len(b.Pods), 2)
 	assert.Check(t, !b.Refuses, "a budget is waited on, not refused")
 
-	start := time.Now()
+	// The drain ends because the budget wait reached --pdb-timeout (a
+	// condition the error names), not because some clock allowed it.
 	r = kubectl(t, c, "fleetdrain", "node", "pdb-1", "--pdb-timeout", "4s", "--uncordon-on-failure", "-o", "json")
 	assert.Equal(t, r.ExitCode, 1, r)
-	assert.Check(t, time.Since(start) < time.Minute, "the budget wait is bounded by --pdb-timeout")
-	assert.Check(t, is.Contains(r.Stderr, "PodDisruptionBudget pdb/quorum allowed 0 disruptions"), r)
+	assert.Check(t, is.Regexp(`PodDisruptionBudget pdb/quorum allowed 0 disruptions \(2 of 2 expected pods healthy\) for 4s`, r.Stderr), r)
 	n := parseReport(t, r).Items[0]
 	assert.Equal(t, n.Result, "Failed")
 	assert.Check(t, n.Uncordoned)
