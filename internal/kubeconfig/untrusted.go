@@ -155,6 +155,7 @@ func checkFromCluster(c *rest.Config, source string) error {
 	if c.ExecProvider != nil || c.AuthProvider != nil || c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" || c.BearerTokenFile != "" {
 		return exitcode.RefusedErrorf("the kubeconfig from %s would run a program or read a local file; it was not used", source)
 	}
+	c.Wrap(boundResponses)
 	if AllowInsecureSecrets {
 		return nil
 	}
