@@ -150,6 +150,18 @@ func TestHealth(t *testing.T) {
 	t.Logf("kubectl spoke health health-ok health-stall --deep --spoke-timeout 3s -o wide\n%s", table.Stdout)
 	proxy.Clear()
 
+	// What --deep could not check is never a pass: with nothing unhealthy,
+	// a purged Secret (addon mode) leaves health-purged unchecked, exit 3.
+	r, rows = health(t, "health-ok", "health-purged", "--deep")
+	if mode == fleet.ModeAddon {
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "--deep could not check 1 of 2 spokes: health-purged"), r)
+		assert.Check(t, is.DeepEqual(rows["health-purged"].NotChecked, []string{"not checked: " + rows["health-purged"].Deep.Skipped}), "%+v", rows["health-purged"])
+	} else {
+		assert.Equal(t, r.ExitCode, 0, r)
+	}
+	assert.Check(t, is.Len(rows["health-ok"].NotChecked, 0), "%+v", rows["health-ok"])
+
 	// The agent stops: the hub marks the cluster Unknown once its lease ran out.
 	addAndJoin(t, "health-silent", spoke1)
 	waitAgentAddOn(t, "True", "health-silent")

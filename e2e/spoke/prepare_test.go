@@ -9,6 +9,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/spokekit/spokekit/e2e/standin/fleet"
 )
 
 // agentStandIn gives the prepared ServiceAccount what the klusterlet
@@ -71,6 +73,20 @@ func TestPrepareThenAdd(t *testing.T) {
 	r = spoke(t, "add", name, "--spoke-kubeconfig", file, "--apply", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
 	waitAvailable(t, name)
+
+	// health --deep with the prepared identity checks the spoke whole (the
+	// role once lacked nodes and CSRs: exit 3, both unchecked), where the
+	// stored kubeconfig is still there to read.
+	r, rows := health(t, name, "--deep")
+	deep := rows[name].Deep
+	assert.Assert(t, deep != nil, r)
+	if mode == fleet.ModeUnified {
+		assert.Check(t, is.Equal(deep.Skipped, ""), "%+v", deep)
+	}
+	if deep.Skipped == "" {
+		assert.Check(t, is.Len(deep.Unchecked, 0), "%+v", deep)
+		assert.Equal(t, r.ExitCode, 0, r)
+	}
 }
 
 // A kubeconfig that cannot be read is refused, and nothing is written.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,7 +75,11 @@ func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			expires within 30 days. A drained spoke is reported, not unhealthy.
 			The command exits 1 when any spoke is unhealthy (after printing
 			them all), so CI and alerting can run it; -o wide shows each
-			spoke's problems.`),
+			spoke's problems. With --deep, a spoke it could not check (no
+			readable stored kubeconfig: Secret not granted, purged, out of
+			band; or nodes, kube-system pods or CSRs the credential may not
+			list) shows Unchecked, and is never a pass: the command exits 3
+			when nothing is unhealthy but something went unchecked.`),
 		Example: templates.Examples(`
 			# The fleet at a glance; exit 1 when any spoke is unhealthy
 			kubectl spoke health
@@ -232,10 +237,25 @@ func (r HealthReport) unhealthy() error {
 			names = append(names, it.Metadata.Name)
 		}
 	}
-	if len(names) == 0 {
-		return nil
+	var unchecked []string
+	for _, it := range r.Items {
+		if len(it.NotChecked) > 0 {
+			unchecked = append(unchecked, it.Metadata.Name)
+		}
 	}
-	return &exitcode.Error{Code: exitcode.Failed, Err: fmt.Errorf("%d of %d spokes unhealthy: %s (-o wide says why)", len(names), len(r.Items), strings.Join(names, ", "))}
+	// An unhealthy spoke is a definite failure; what could not be checked
+	// is named beside it, and alone is exit 3: never a pass.
+	var notChecked string
+	if len(unchecked) > 0 {
+		notChecked = fmt.Sprintf("; --deep could not check %d: %s", len(unchecked), strings.Join(unchecked, ", "))
+	}
+	switch {
+	case len(names) > 0:
+		return &exitcode.Error{Code: exitcode.Failed, Err: fmt.Errorf("%d of %d spokes unhealthy: %s%s (-o wide says why)", len(names), len(r.Items), strings.Join(names, ", "), notChecked)}
+	case len(unchecked) > 0:
+		return exitcode.RefusedErrorf("--deep could not check %d of %d spokes: %s (-o wide says what and why)", len(unchecked), len(r.Items), strings.Join(unchecked, ", "))
+	}
+	return nil
 }
 
 // Table is the human view at time now.
@@ -272,10 +292,13 @@ func (r HealthReport) Table(now time.Time) cli.Table {
 			row = append(row, deepCells(h.Deep)...)
 		}
 		health := "Healthy"
-		if !h.Healthy {
+		switch {
+		case !h.Healthy:
 			health = "Unhealthy"
+		case len(h.NotChecked) > 0:
+			health = "Unchecked"
 		}
-		row = append(row, health, strings.Join(h.Problems, "; "))
+		row = append(row, health, strings.Join(slices.Concat(h.Problems, h.NotChecked), "; "))
 		if r.allNamespaces {
 			row = append([]string{orNone(h.Metadata.Namespace)}, row...)
 		}

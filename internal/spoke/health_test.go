@@ -211,7 +211,7 @@ func TestHealthReadsOneListPerKind(t *testing.T) {
 	code, out, errOut := run(srv, "health", "-n", "mural-system", "-o", "wide")
 	assert.Equal(t, code, exitcode.OK, "%s%s", out, errOut)
 	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+2127-06-01 \(client certificate\)\s+Healthy\s+<none>$`, out))
-	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+True\s+True\s+-\s+0/0\s+-\s+-\s+none\s+Healthy`, out))
+	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+True\s+True\s+-\s+0/0\s+-\s+-\s+none\s+Healthy`, out), "without --deep nothing goes unchecked")
 	for _, kind := range []string{"GET " + releasePath + "/spokes", "GET " + clustersPath, "GET /apis/coordination.k8s.io/v1/leases?", "GET /apis/addon.open-cluster-management.io/v1alpha1/managedclusteraddons?"} {
 		assert.Check(t, is.Equal(count(srv, kind), 1), "%s: %v", kind, srv.Requests())
 	}
@@ -234,8 +234,18 @@ func TestHealthReadsOneListPerKind(t *testing.T) {
 	code, out, errOut = run(srv, "health", "-n", "mural-system", "--deep", "-o", "wide")
 	assert.Equal(t, code, exitcode.Failed, "%s%s", out, errOut)
 	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+Running\s+True\s+True\s+\S+\s+1/1\s+-\s+-\s+never \(token\)\s+1/2\s+1\s+1\s+\d{4}-\d\d-\d\d\s+Unhealthy\s+1 of 2 nodes not Ready: n2; kube-system pods not ready: coredns-1; CSRs pending \(not approved by this command\): csr-1$`, out))
-	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+.*\s+skipped\s+-\s+-\s+-\s+Healthy`, out))
-	assert.Check(t, is.Contains(errOut, "1 of 2 spokes unhealthy: spoke-1"))
+	assert.Check(t, is.Regexp(`(?m)^edge-9\s+OutOfBand\s+.*\s+skipped\s+-\s+-\s+-\s+Unchecked\s+not checked: joined out of band: the hub stores no kubeconfig$`, out))
+	assert.Check(t, is.Contains(errOut, "1 of 2 spokes unhealthy: spoke-1; --deep could not check 1: edge-9"))
+
+	// A spoke --deep could not check is never a pass: with nothing
+	// unhealthy, exit 3. Here spoke-1's nodes are not readable.
+	srv.Respond("GET /api/v1/nodes", 403, `{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Forbidden","code":403}`)
+	srv.Respond("GET /api/v1/namespaces/kube-system/pods", 200, `{"apiVersion":"v1","kind":"PodList","metadata":{},"items":[]}`)
+	srv.Respond("GET /apis/certificates.k8s.io/v1/certificatesigningrequests", 200, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequestList","metadata":{},"items":[]}`)
+	code, out, errOut = run(srv, "health", "spoke-1", "-n", "mural-system", "--deep", "-o", "wide")
+	assert.Equal(t, code, exitcode.Refused, "%s%s", out, errOut)
+	assert.Check(t, is.Regexp(`(?m)^spoke-1\s+.*\s+not readable\s+0\s+0\s+\S+\s+Unchecked\s+nodes not readable with the stored kubeconfig$`, out))
+	assert.Check(t, is.Contains(errOut, "--deep could not check 1 of 1 spokes: spoke-1"))
 	for _, r := range srv.Requests() {
 		assert.Check(t, !strings.HasPrefix(r, "PUT") && !strings.HasPrefix(r, "PATCH") && !strings.HasPrefix(r, "POST"), "health only reads: %s", r)
 	}

@@ -48,6 +48,10 @@ type HealthRow struct {
 	Deep     *DeepHealth `json:"deep,omitempty"`
 	Healthy  bool        `json:"healthy"`
 	Problems []string    `json:"problems,omitempty"`
+	// NotChecked says what --deep could not check on the spoke (no
+	// readable stored kubeconfig, a list the credential may not make): not a
+	// pass, so health exits 3 when nothing is unhealthy.
+	NotChecked []string `json:"notChecked,omitempty"`
 }
 
 // CredentialHealth is the state of the kubeconfig the hub stores for a spoke.
@@ -168,6 +172,7 @@ func AssessHealth(in healthInput, now time.Time) []HealthRow {
 		}
 		h.Problems = healthProblems(h, clusters[r.Metadata.Name], r.ManagedCluster, now)
 		h.Healthy = len(h.Problems) == 0
+		h.NotChecked = deepNotChecked(h.Deep)
 		out = append(out, h)
 	}
 	return out
@@ -215,6 +220,23 @@ func credentialProblem(c CredentialHealth) string {
 		return "stored kubeconfig " + c.State + ": " + c.Detail
 	}
 	return ""
+}
+
+// deepNotChecked is what --deep could not check on a spoke (nil without
+// --deep): all of it when the spoke was skipped, each list the credential
+// may not make. A spoke not reached is a problem, not this.
+func deepNotChecked(d *DeepHealth) []string {
+	switch {
+	case d == nil:
+		return nil
+	case d.Skipped != "":
+		return []string{"not checked: " + d.Skipped}
+	}
+	var out []string
+	for _, u := range d.Unchecked {
+		out = append(out, u+" not readable with the stored kubeconfig")
+	}
+	return out
 }
 
 func deepProblems(d *DeepHealth, now time.Time) []string {

@@ -105,14 +105,16 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 
 // The ClusterRole prepare writes allows each permission add checks with a
 // SelfSubjectAccessReview before a join (kubeconfig.JoinPermissions) and
-// the identity reads, and nothing they do not name. The role is read from
+// the identity reads and health --deep's reads, and nothing they do not name. The role is read from
 // the plan, not built here, so a role made from a shorter list fails.
 func TestPreparedRoleIsTheJoinsNeeds(t *testing.T) {
 	p, err := planPrepare(defaultPrepareNames, prepareFacts{})
 	assert.NilError(t, err)
 	rules := p.Role.Object.Rules
-	needs := slices.Concat(kubeconfig.JoinPermissions, identityReads)
+	needs := slices.Concat(kubeconfig.JoinPermissions, identityReads, deepReads)
 	assert.Check(t, len(kubeconfig.JoinPermissions) > 0 && len(identityReads) > 0)
+	// health --deep lists these; pods, cluster-wide, the join lists already.
+	assert.Check(t, slices.ContainsFunc(kubeconfig.JoinPermissions, func(a authz.Permission) bool { return a.Resource == "pods" && a.Verb == "list" }))
 	allows := func(r rbacv1.PolicyRule, a authz.Permission) bool {
 		return slices.Contains(r.APIGroups, a.Group) && slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Verbs, a.Verb) &&
 			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name))

@@ -37,10 +37,18 @@ var identityReads = []authz.Permission{
 	{Verb: "get", Group: ocm.ClusterClaimResource.Group, Resource: ocm.ClusterClaimResource.Resource, Name: ocm.ClusterIDClaim},
 }
 
+// deepReads are what health --deep lists with a spoke's kubeconfig beyond
+// the join's needs (which list pods already): read only, so that a prepared
+// spoke is checked whole instead of left unchecked (exit 3).
+var deepReads = []authz.Permission{
+	{Verb: "list", Resource: "nodes"},
+	{Verb: "list", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"},
+}
+
 // preparedAccess is all the prepared identity may do: the join's needs, the
-// very list add checks, and the identity reads.
+// very list add checks, the identity reads and health --deep's reads.
 func preparedAccess() []authz.Permission {
-	return slices.Concat(kubeconfig.JoinPermissions, identityReads)
+	return slices.Concat(kubeconfig.JoinPermissions, identityReads, deepReads)
 }
 
 // prepareFacts are the objects of prepareNames as found on the spoke (nil:
