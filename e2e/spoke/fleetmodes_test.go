@@ -100,14 +100,24 @@ func TestWebhookRefusesImmutableChange(t *testing.T) {
 		assert.ErrorContains(t, err, fleet.ErrAllowedSpokeUpdate, patch)
 		assert.Check(t, apierrors.IsForbidden(err), "%s: %v", patch, err)
 	}
-	// The allow-list: timeout, log verbosity, the cleanup config.
-	_, err := spokes.Patch(ctx(t), "immutable", types.MergePatchType,
-		[]byte(`{"spec":{"timeout":120,"logVerbosity":2,"cleanupConfig":{"forceClusterDrain":true}}}`), metav1.PatchOptions{})
-	assert.NilError(t, err)
-	// The add-on rules hold on update too.
+	// The plugin refuses such a change itself, before the webhook would.
+	r := spoke(t, "set", "immutable", "hubRef.name=other-hub")
+	assert.Equal(t, r.ExitCode, 3, r)
+	// The allow-list, through the plugin: timeout, log verbosity, the cleanup config.
+	r = spoke(t, "set", "immutable", "timeout=120", "logVerbosity=2", "cleanupConfig.forceClusterDrain=true")
+	assert.Equal(t, r.ExitCode, 0, r)
+	spec, _, _ := unstructured.NestedMap(spokeObject(t, "immutable").Object, "spec")
+	assert.Check(t, is.Equal(spec["timeout"], int64(120)), "%v", spec)
+	assert.Check(t, is.Equal(spec["logVerbosity"], int64(2)), "%v", spec)
+	hubRef, _, _ := unstructured.NestedString(spec, "hubRef", "name")
+	assert.Check(t, is.Equal(hubRef, "hub"))
+	// The add-on rules hold on update too: the webhook's refusal reaches the user.
 	if mode == fleet.ModeAddon {
-		_, err = spokes.Patch(ctx(t), "immutable", types.MergePatchType, []byte(`{"spec":{"addOns":null}}`), metav1.PatchOptions{})
-		assert.ErrorContains(t, err, fleet.ErrAgentAddOnMissing)
+		r = spoke(t, "set", "immutable", "addOns=null")
+		assert.Check(t, r.ExitCode != 0, r)
+		assert.Check(t, is.Contains(r.Stderr, fleet.ErrAgentAddOnMissing), r)
+		_, kept, _ := unstructured.NestedSlice(spokeObject(t, "immutable").Object, "spec", "addOns")
+		assert.Check(t, kept, "the add-ons stay")
 	}
 
 	assert.NilError(t, spokes.Delete(ctx(t), "immutable", metav1.DeleteOptions{}))
