@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 	"github.com/spokekit/spokekit/internal/park"
 	"github.com/spokekit/spokekit/internal/spoke"
@@ -46,7 +47,9 @@ func write(dir string) error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	for _, newRoot := range roots {
-		if err := writeTree(dir, newRoot(genericiooptions.NewTestIOStreamsDiscard())); err != nil {
+		root := newRoot(genericiooptions.NewTestIOStreamsDiscard())
+		cli.RenderHelp(root) // the long descriptions as --help prints them
+		if err := writeTree(dir, root); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	root := &cobra.Command{
 		Use:     p.Name,
 		Short:   p.Short,
-		Long:    p.Long + "\n\n" + exitcode.Help,
+		Long:    p.Long, // RenderHelp adds the exit codes
 		Example: p.Example,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl " + p.Name,
@@ -80,6 +80,11 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	addLogFlags(flags)
 	registerGlobalCompletions(root, f)
 	root.AddCommand(newCmdVersion(p.Name, f, streams))
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		RenderHelp(root)
+		help(c, args)
+	})
 	return root, f
 }
 

@@ -134,3 +134,21 @@ func TestAPIAndConnectionErrorsReadAsKubectlPrintsThem(t *testing.T) {
 	_, ok := standardErrorMessage(errors.New("plain"))
 	assert.Check(t, !ok)
 }
+
+// A run that shows no help leaves the long descriptions as written (their
+// rendering is most of what help costs at start-up); help renders them once,
+// however often it is shown.
+func TestHelpIsRenderedOnlyForHelp(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	root, _ := NewRoot(Plugin{Name: "sample", Short: "A sample plugin", Long: LongDesc(`
+		A *sample*
+		plugin.`)}, streams)
+	assert.Equal(t, Execute(root, []string{"version"}, streams), exitcode.OK)
+	assert.Assert(t, strings.Contains(root.Long, "*sample*"), root.Long)
+	for range 2 {
+		out.Reset()
+		assert.Equal(t, Execute(root, []string{"--help"}, streams), exitcode.OK)
+		assert.Assert(t, strings.HasPrefix(out.String(), "A sample plugin.\n"), out.String())
+		assert.Equal(t, strings.Count(out.String(), exitcode.Help), 1)
+	}
+}

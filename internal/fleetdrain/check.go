@@ -42,7 +42,7 @@ func NewCmdCheck(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "check [NODE... | -l SELECTOR]",
 		Short: "List what replacing a node would block, break or lose, changing nothing",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Check whether the workloads of a cluster tolerate the replacement of a
 			worker node (a MachineHealthCheck replacing an unhealthy machine, an
 			upgrade, a drain by hand). It reads the cluster and changes nothing.

@@ -52,7 +52,7 @@ func NewCmdCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "cluster (NAME... | -l SELECTOR)",
 		Short: "Take spoke clusters out of the fleet's placements and wait for their workloads to leave",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Run against the hub. Adds a NoSelect taint with the key
 			` + DrainTaintKey + ` to each ManagedCluster, so every placement that
 			does not tolerate it drops the cluster, then waits until the

@@ -15,7 +15,7 @@ func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
 	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "fleetdrain",
 		Short: "Drain nodes of a cluster, or a spoke out of the fleet, and give them back",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Take capacity out of service safely: drain nodes like kubectl drain
 			(several at once, within every PodDisruptionBudget, with a plan first),
 			or drain a whole spoke cluster out of the fleet's placements.`),

@@ -74,7 +74,7 @@ func NewCmdNode(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:   "node NODE... | -l SELECTOR",
 		Short: "Cordon nodes and evict their pods, several at once, within every disruption budget",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Drain nodes the way kubectl drain does (the same filters and eviction
 			rules), with what it lacks:
 

@@ -67,7 +67,7 @@ func newCmdUncordonNode(f *cli.Factory, streams genericiooptions.IOStreams) *cob
 	cmd := &cobra.Command{
 		Use:   "node NODE...",
 		Short: "Make drained nodes schedulable again",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Give back nodes that fleetdrain node cordoned: clear the unschedulable
 			flag and the ` + CordonedByAnnotation + ` annotation that
 			marks the cordon as fleetdrain's, the only things a node drain sets on
@@ -188,7 +188,7 @@ func NewCmdUncordonCluster(f *cli.Factory, streams genericiooptions.IOStreams) *
 	cmd := &cobra.Command{
 		Use:   "cluster NAME...",
 		Short: "Let placements select drained spoke clusters again",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Run against the hub. Removes the ` + DrainTaintKey + ` taint that
 			` + "`kubectl fleetdrain cluster`" + ` added to each ManagedCluster, and no
 			other taint (the hub's unavailable/unreachable taints and those of other

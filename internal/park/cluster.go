@@ -123,7 +123,7 @@ func NewCmdParkCluster(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cmd := &cobra.Command{
 		Use:   "cluster (NAME | -l SELECTOR)",
 		Short: "Scale every worker pool of a cluster to zero and record what it was",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Park a Cluster API cluster: every worker pool of its topology
 			(machineDeployments and machinePools) goes to zero replicas in one
 			patch. The same patch records on the Cluster, in the annotation

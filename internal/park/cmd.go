@@ -17,7 +17,7 @@ func NewCmdPark(streams genericiooptions.IOStreams) *cobra.Command {
 	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "park",
 		Short: "Park a Cluster API cluster's workers at zero, resume them, read its health",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Stop paying for a Cluster API cluster's workers without losing the
 			cluster: park scales every worker pool to zero and records what it
 			was, resume brings back exactly that.

@@ -101,7 +101,7 @@ func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 	cmd := &cobra.Command{
 		Use:   "kubeconfig NAME --output-file FILE",
 		Short: "Write a kubeconfig for a Cluster API cluster: its admin one, or a token bound to a role",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Write the kubeconfig of a Cluster API cluster to a file only you may
 			read (mode 0600). It is never written over an existing file unless
 			--overwrite is given.

@@ -154,7 +154,7 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List clusters with their parked state, since when, and what was recorded",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			List the Cluster API clusters of the namespace (or of every namespace
 			with -A) with the state of their workers: Running, Parked, Parking
 			(parked, machines still going) or Resuming (machines coming back),

@@ -162,7 +162,7 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := &cobra.Command{
 		Use:   "resume (NAME | -l SELECTOR)",
 		Short: "Bring a parked cluster's workers back to what was recorded",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Resume a parked Cluster API cluster: every pool recorded by park gets
 			back its replicas, or its cluster autoscaler min/max annotations, in
 			one guarded patch that also removes the record. --replicas N sets

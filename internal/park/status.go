@@ -263,7 +263,7 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a cluster's health as the platform sees it and as it sees itself",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Show both health views of a Cluster API cluster. The platform's:
 			the Cluster phase, ready and desired machines per pool, Machines by
 			phase, the MachineHealthCheck, the control-plane pods and the

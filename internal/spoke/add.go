@@ -81,7 +81,7 @@ func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "add NAME --spoke-kubeconfig FILE",
 		Short: "Register a cluster as a spoke: check its kubeconfig, store it, add it to the values, join it",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Register a cluster with the fleet hub as the spoke NAME.
 
 			Every check runs before anything is written: NAME is a valid cluster

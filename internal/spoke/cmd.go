@@ -18,7 +18,7 @@ func NewCmdSpoke(streams genericiooptions.IOStreams) *cobra.Command {
 	root, f := cli.NewRoot(cli.Plugin{
 		Name:  "spoke",
 		Short: "Add, inspect, rotate and remove the spoke clusters of a fleet hub",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Manage the spoke clusters registered to an Open Cluster Management hub
 			through FleetConfig Spoke resources.
 

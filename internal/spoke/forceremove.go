@@ -30,7 +30,7 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cmd := &cobra.Command{
 		Use:   "force-remove NAME",
 		Short: "Remove a spoke that cannot be reached any more, without its cooperation",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Remove a spoke whose cluster is gone or unreachable: the Spoke gets the
 			annotation fleetconfig.open-cluster-management.io/force-delete=true
 			and is deleted, and the hub cleans up its side (ManifestWorks,

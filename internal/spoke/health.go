@@ -41,7 +41,7 @@ func NewCmdHealth(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := &cobra.Command{
 		Use:   "health [NAME...]",
 		Short: "One table of every spoke's health; exit 1 when any spoke is unhealthy",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Judge every spoke of the fleet, clusters joined out of band included
 			(as list shows them), from what the hub knows: whether the
 			ManagedCluster joined and is available (and why not), when its

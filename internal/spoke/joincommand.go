@@ -60,7 +60,7 @@ func NewCmdJoinCommand(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 	cmd := &cobra.Command{
 		Use:   "join-command NAME",
 		Short: "Print the clusteradm join line for a cluster only the hub can be reached from",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Print the clusteradm join command that registers a cluster with the
 			hub as NAME, for a cluster the hub cannot reach but that reaches the
 			hub (an out-of-band join): its operator runs the line there. No

@@ -78,7 +78,7 @@ func NewCmdList(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the spokes with their phase and whether they joined and are available",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			List every spoke of the fleet: the Spoke's PHASE joined with its
 			ManagedCluster's JOINED and AVAILABLE conditions.
 
@@ -121,7 +121,7 @@ func NewCmdGet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "get [NAME...]",
 		Short: "Show named spokes (or all) with their phase, join and availability",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Show spokes like list does, only the ones named. A name that is not
 			a spoke is an error after the others are printed.`),
 		Example: templates.Examples(`

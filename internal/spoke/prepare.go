@@ -80,7 +80,7 @@ func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "prepare --output-file FILE",
 		Short: "Give a new cluster the identity the hub's join needs, and write its kubeconfig for add",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Prepare a cluster to be registered as a spoke: run it against the new
 			spoke cluster (the kubeconfig flags select it, as with kubectl; an
 			admin's kubeconfig, the hub is not asked), and it makes there:

@@ -52,7 +52,7 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Unregister a spoke the graceful way, after checking nothing blocks it",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Remove a spoke from the fleet: the Spoke is deleted, the hub takes the
 			spoke out of its placements and disables its add-ons, and then the
 			cluster is unjoined and its klusterlet removed. In addon mode (the

@@ -82,7 +82,7 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 	cmd := &cobra.Command{
 		Use:   "rotate-kubeconfig NAME --spoke-kubeconfig FILE",
 		Short: "Replace the stored kubeconfig of a spoke with new credentials for the same cluster",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Replace the kubeconfig the hub keeps for a spoke.
 
 			The new kubeconfig must pass the same checks as for add (long-lived

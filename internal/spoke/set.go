@@ -149,7 +149,7 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "set NAME FIELD=VALUE...",
 		Short: "Change the fields of a spoke that may change in place",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Change fields of a Spoke's spec. FIELD is a path of keys under spec,
 			separated by dots; a key that has dots itself (an annotation such as
 			example.com/team) goes in brackets, ["example.com/team"], or has each

@@ -258,7 +258,7 @@ func NewCmdStatus(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Explain one spoke: conditions, availability, blockers, owners, credential expiry",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Explain where a spoke stands: the Spoke's phase and each condition in
 			words, whether its ManagedCluster joined and is available and with
 			which taints, the ManifestWorks that would block its removal, whether

@@ -37,7 +37,7 @@ func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 	cmd := &cobra.Command{
 		Use:   "values-diff --values FILE | --helmrelease FILE | --release NAME",
 		Short: "Compare the spokes of a values file with the Spokes on the hub",
-		Long: templates.LongDesc(`
+		Long: cli.LongDesc(`
 			Compare fleetConfig.spokes in a Helm values file (or
 			spec.values.fleetConfig.spokes in a Flux HelmRelease manifest) with
 			the Spokes of the release namespace, and say what the next helm
