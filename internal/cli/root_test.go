@@ -40,7 +40,7 @@ func TestVersionHelp(t *testing.T) {
 }
 
 func TestUsageErrorsExit2Once(t *testing.T) {
-	for _, args := range [][]string{{"nope"}, {"version", "--nope"}, {"version", "arg"}, {"version", "-o", "xml"}, {"verison"}} {
+	for _, args := range [][]string{{"nope"}, {"version", "--nope"}, {"version", "arg"}, {"version", "-o", "xml"}, {"verison"}} { //nolint:misspell // "verison" is the typo whose suggestion this test checks
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 		assert.Equal(t, Execute(testRoot(t, streams), args, streams), exitcode.Usage, "%v", args)
 		assert.Equal(t, out.String(), "", "%v", args)
