@@ -113,7 +113,7 @@ func BenchmarkStartup(b *testing.B) {
 		measure(b, c, kubectl, "version", "--client")
 		alternate(2*pairs, func(int) { ours = append(ours, measure(b, c, bin, "version")) },
 			func(int) { theirs = append(theirs, measure(b, c, kubectl, "version", "--client")) })
-		add(b, "start-up: kubectl-"+p+" version / kubectl version --client", "CPU ms", cpuMillis(ours), cpuMillis(theirs), "≤ 0.5")
+		add(b, "start-up: kubectl-"+p+" version / kubectl version --client", "CPU ms", cpuMillis(ours), cpuMillis(theirs), "≤ 0.2")
 	}
 }
 
