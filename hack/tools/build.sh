@@ -19,10 +19,25 @@ e2e_tools=$(cd "$here/../../e2e/tools" && pwd)
 cache=${SPOKEKIT_CACHE:-$HOME/.cache/spokekit}/tools
 mkdir -p "$bin" "$cache"
 
-# build MODULE NAME=PACKAGE... : builds each PACKAGE as NAME into the module's cache dir.
+# Modules build side by side, up to TOOL_JOBS at once (default: the number of
+# cores): each go build compiles in parallel but links one binary on one core,
+# and the Kubernetes, OCM and Cluster API links take minutes, so a second
+# module's compile fills the idle core. The Go caches are safe to share.
+jobs=${SPOKEKIT_TOOL_JOBS:-$(nproc)}
+failed=0
+wait_one() { wait -n || failed=1; }
+
+# build MODULE NAME=PACKAGE... : builds each PACKAGE as NAME into the module's
+# cache dir, in the background (see jobs above).
 build() {
-  local mod=$1; shift
+  local mod=$1
   [[ $only == "  " || $only == *" $mod "* ]] || return 0
+  while (($(jobs -rp | wc -l) >= jobs)); do wait_one; done
+  build_module "$@" &
+}
+
+build_module() {
+  local mod=$1; shift
   local src=$here/$mod key dir
   [[ -d $src ]] || src=$e2e_tools/$mod
   key=$( (cat "$src/go.mod" "$src/go.sum" $(compgen -G "$src/*.go"); echo "${LDFLAGS:-} $*") | sha256sum | cut -c1-16)
@@ -34,17 +49,26 @@ build() {
   if [[ ! -f $dir/.complete ]]; then
     echo "e2e-tools: building $mod into $dir (first time only)"
     rm -rf "$dir" && mkdir -p "$dir"
-    local spec name pkg start=$SECONDS
+    local spec name pkg start=$SECONDS together=()
     for spec in "$@"; do
       name=${spec%%=*} pkg=${spec#*=}
-      (cd "$src" && go build -trimpath -ldflags "${LDFLAGS:--s -w}" -o "$dir/$name" "$pkg")
+      # A package whose binary go names NAME already joins one go build with
+      # the others like it, which links them in parallel; the rest are
+      # built one by one under their names.
+      if [[ ${pkg##*/} == "$name" ]]; then
+        together+=("$pkg")
+      else
+        (cd "$src" && go build -trimpath -ldflags "${LDFLAGS:--s -w}" -o "$dir/$name" "$pkg")
+      fi
     done
+    if ((${#together[@]})); then
+      (cd "$src" && go build -trimpath -ldflags "${LDFLAGS:--s -w}" -o "$dir/" "${together[@]}")
+    fi
     touch "$dir/.complete"
     echo "e2e-tools: $mod built in $((SECONDS - start))s"
   fi
   local f
   for f in "$dir"/*; do ln -sfn "$f" "$bin/$(basename "$f")"; done
-  exec {lock}>&-
 }
 
 # Asking the kubernetes module for its version resolves its module graph: only
@@ -78,4 +102,9 @@ build cluster-api \
   capi-docker=sigs.k8s.io/cluster-api/test/infrastructure/docker
 build goreleaser goreleaser=github.com/goreleaser/goreleaser/v2
 build golangci-lint golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+while (($(jobs -rp | wc -l))); do wait_one; done
+if ((failed)); then
+  echo "e2e-tools: a tool failed to build (its error is above)" >&2
+  exit 1
+fi
 echo "e2e-tools: ready in $bin"
