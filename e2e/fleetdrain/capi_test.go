@@ -234,6 +234,10 @@ func machineDrainMessage(ctx context.Context, platform *harness.Cluster, ns, mac
 func TestConformanceDrainPlanMatchesClusterAPI(t *testing.T) {
 	tenantCluster := tenant.get(t)
 	platform, managers := clusterAPIBed(t)
+	// The only test of the bed: stopping its managers at the end lets
+	// e2e/park's, which go test runs beside this package, take the provider's
+	// machine-wide ports.
+	t.Cleanup(managers.Stop)
 	const cluster = "drained"
 	assert.NilError(t, platform.ApplyYAML(ctx(t, time.Minute), harness.TopologyCluster(capiNamespace, cluster, "in-memory", "{class: default-worker, name: md-0, replicas: 1}")))
 	assert.NilError(t, platform.ApplyYAML(ctx(t, time.Minute), strings.ReplaceAll(capiDrainRules, "NS", capiNamespace)))

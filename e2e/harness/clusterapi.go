@@ -45,8 +45,9 @@ var capiManagers = []capiManager{
 	{name: "capi-kubeadm-bootstrap", module: CAPIModule, config: "bootstrap/kubeadm/config"},
 	{name: "capi-kubeadm-control-plane", module: CAPIModule, config: "controlplane/kubeadm/config"},
 	// The simulated workload API servers listen on POD_IP, on ports the
-	// provider picks from 20000-30000 (and 19000 for debugging): one provider
-	// process per machine.
+	// provider picks from 20000-30000 (and 19000 for debugging), which no
+	// flag changes: one provider process per machine (StartClusterAPI takes
+	// a machine-wide lock for it).
 	{name: "capi-docker", module: CAPITestModule, config: "infrastructure/docker/config", env: []string{"POD_IP=127.0.0.1"}},
 }
 
@@ -58,6 +59,19 @@ type ClusterAPI struct {
 	platform *Cluster
 	procs    []*Process
 	ports    []int
+	// lock is the machine-wide one of the in-memory provider's fixed ports.
+	lock *os.File
+}
+
+// Stop stops the managers and lets another test process on this machine
+// start its own (their ports are released when the Env closes).
+func (a *ClusterAPI) Stop() {
+	for _, p := range a.procs {
+		if p != nil {
+			p.Stop()
+		}
+	}
+	_ = a.lock.Close() // closing the file releases the lock
 }
 
 // InstallClusterAPICRDs installs only Cluster API's core CRDs, without their
@@ -75,13 +89,24 @@ func (c *Cluster) InstallClusterAPICRDs(ctx context.Context) error {
 // into the platform cluster, starts the core, kubeadm bootstrap, kubeadm
 // control plane and Docker (in-memory) managers, and waits until each is
 // ready. They stop when the Env closes.
-func (c *Cluster) StartClusterAPI(ctx context.Context) (*ClusterAPI, error) {
+func (c *Cluster) StartClusterAPI(ctx context.Context) (_ *ClusterAPI, err error) {
 	for _, m := range capiManagers {
 		if _, err := os.Stat(filepath.Join(c.env.Tools.Bin, m.name)); err != nil {
 			return nil, fmt.Errorf("tool %s missing (run `make e2e-tools`): %w", m.name, err)
 		}
 	}
-	a := &ClusterAPI{Dir: filepath.Join(c.env.Workdir, "cluster-api"), platform: c}
+	// A second process's provider would fail to listen (e2e/fleetdrain and
+	// e2e/park run at once under go test -p 2): it waits instead.
+	lock, err := lockMachineWide(ctx, "capi-docker", "Cluster API's in-memory provider listens on fixed ports 19000 and 20000-30000")
+	if err != nil {
+		return nil, err
+	}
+	a := &ClusterAPI{Dir: filepath.Join(c.env.Workdir, "cluster-api"), platform: c, lock: lock}
+	defer func() {
+		if err != nil {
+			a.Stop()
+		}
+	}()
 	caPEM, err := writeServingCert(filepath.Join(a.Dir, "certs"))
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -8,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // kwokctl scans for free ports downward from the same number in every
@@ -85,4 +88,36 @@ options:
 		config += "  kubeApiserverCertSANs: [" + strings.Join(sans, ", ") + "]\n"
 	}
 	return config
+}
+
+// lockMachineWide takes the machine-wide lock called name (a file beside the
+// reserved ports), waiting while another test process holds it: for what
+// listens on fixed ports, which two runs at once would both want. Closing
+// the file, or the process's exit, releases it.
+func lockMachineWide(ctx context.Context, name, why string) (*os.File, error) {
+	if err := os.MkdirAll(portDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", portDir, err)
+	}
+	path := filepath.Join(portDir, name+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	told := false
+	err = waitFor(ctx, "the machine-wide lock "+path, func(context.Context) (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if !told {
+				fmt.Fprintf(os.Stderr, "waiting for another test process on this machine to release %s (%s)\n", path, why)
+				told = true
+			}
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
