@@ -62,7 +62,9 @@ DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
-E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/...)
+# The longest package first: go test starts packages in this order, two at a
+# time (-p 2), so the others run beside e2e/spoke instead of after it.
+E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/...)
 
 # $(call e2e_run,COMMAND) runs COMMAND with a work directory of its own under
 # E2E_WORKDIR and, at its end, kills what a killed test left running there:
