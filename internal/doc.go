@@ -34,7 +34,9 @@
 // # A leaf command
 //
 // Each leaf command lives in a file named after it (`fleetdrain cluster` in
-// fleetdrain/cluster.go, its pure plan in clusterplan.go) and has an Options
+// fleetdrain/cluster.go, its pure plan in clusterplan.go); what several
+// commands share lives in a file named for what it is (spoke/steps.go: the
+// steps a report lists), never in one command's file. A command has an Options
 // struct whose RunE is cli.RunE(o, o.Complete), kubectl's order:
 //
 //   - Complete reads the command line and the kubeconfig; it sends no request;

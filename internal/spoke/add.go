@@ -61,20 +61,6 @@ type AddReport struct {
 	Next    string          `json:"next,omitempty"`
 }
 
-// Step is one thing a command did, or would do.
-type Step struct {
-	What   string `json:"what"`
-	Result string `json:"result"`
-}
-
-func stepsTable(steps []Step) cli.Table {
-	t := cli.Table{Columns: []cli.Column{{Name: "STEP"}, {Name: "RESULT"}}}
-	for _, s := range steps {
-		t.Rows = append(t.Rows, []string{s.What, s.Result})
-	}
-	return t
-}
-
 // NewCmdAdd builds `kubectl spoke add`.
 func NewCmdAdd(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &AddOptions{Timeout: 5 * time.Minute, Kubeconfig: spokeKubeconfig{MinLifetime: kubeconfig.DefaultMinLifetime}, Cleanup: fleetconfig.ChartCleanupDefaults, writeTarget: newWriteTarget(f), IOStreams: streams}

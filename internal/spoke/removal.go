@@ -33,6 +33,29 @@ type removalOptions struct {
 	genericiooptions.IOStreams
 }
 
+// RemoveReport is what remove and force-remove print.
+type RemoveReport struct {
+	api.ReportMeta `json:",inline"`
+	DryRun         string   `json:"dryRun,omitempty"`
+	Steps          []Step   `json:"steps"`
+	Warnings       []string `json:"warnings,omitempty"`
+	// Leftovers are what may remain on the spoke cluster, with the commands
+	// to remove it.
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Next is the step left to the user.
+	Next string `json:"next,omitempty"`
+	// Release is the upgrade of the hub's Helm release (--release).
+	Release *releaseUpgrade `json:"release,omitempty"`
+}
+
+func (r *RemoveReport) table() cli.Table {
+	t := stepsTable(r.Steps)
+	for _, l := range r.Leftovers {
+		t.Rows = append(t.Rows, []string{"may be left on the spoke", l})
+	}
+	return t
+}
+
 func newRemovalOptions(f *cli.Factory, streams genericiooptions.IOStreams) removalOptions {
 	return removalOptions{Timeout: 5 * time.Minute, writeTarget: newWriteTarget(f), IOStreams: streams}
 }

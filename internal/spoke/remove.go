@@ -10,7 +10,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -21,29 +20,6 @@ import (
 type RemoveOptions struct {
 	removalOptions
 	Wait bool
-}
-
-// RemoveReport is what remove and force-remove print.
-type RemoveReport struct {
-	api.ReportMeta `json:",inline"`
-	DryRun         string   `json:"dryRun,omitempty"`
-	Steps          []Step   `json:"steps"`
-	Warnings       []string `json:"warnings,omitempty"`
-	// Leftovers are what may remain on the spoke cluster, with the commands
-	// to remove it.
-	Leftovers []string `json:"leftovers,omitempty"`
-	// Next is the step left to the user.
-	Next string `json:"next,omitempty"`
-	// Release is the upgrade of the hub's Helm release (--release).
-	Release *releaseUpgrade `json:"release,omitempty"`
-}
-
-func (r *RemoveReport) table() cli.Table {
-	t := stepsTable(r.Steps)
-	for _, l := range r.Leftovers {
-		t.Rows = append(t.Rows, []string{"may be left on the spoke", l})
-	}
-	return t
 }
 
 // NewCmdRemove builds `kubectl spoke remove`.
