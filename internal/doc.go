@@ -28,6 +28,13 @@
 //     rest), credentials scrubbed from what is printed, bounded reads of
 //     the files a user names.
 //
+// A domain package keeps below its commands, in packages of its own, what
+// stands on its own: spoke/probe reaches a spoke's API server through a
+// kubeconfig for `spoke health --deep` and reads nothing of the hub. Such a
+// package is imported by its commands and imports none of them (that
+// would be a cycle) nor another domain's; depguard's prefixes take it as
+// part of its domain package.
+//
 // family tests what the three plugins promise alike; release holds the
 // GoReleaser configuration and the krew templates.
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
 // HealthOptions are the options of `kubectl spoke health`.
@@ -320,7 +321,7 @@ func credentialCell(c CredentialHealth) string {
 
 // deepCells are the --deep columns of a spoke: NODES, UNREADY SYSTEM PODS, PENDING
 // CSRS, APISERVER CERT.
-func deepCells(d *DeepHealth) []string {
+func deepCells(d *probe.Result) []string {
 	switch {
 	case d == nil:
 		return []string{"-", "-", "-", "-"}

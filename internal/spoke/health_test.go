@@ -28,6 +28,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
 // tokenKubeconfig is a kubeconfig whose token is a JWT expiring at exp.
@@ -182,7 +183,7 @@ func TestDeepHealth(t *testing.T) {
 	in := fleetInStates()
 	certSoon := metav1.NewTime(now.Add(5 * 24 * time.Hour))
 	certLater := metav1.NewTime(now.Add(300 * 24 * time.Hour))
-	in.Deep = map[string]*DeepHealth{
+	in.Deep = map[string]*probe.Result{
 		"mural-system/joined":            {Nodes: 3, NodesReady: 3, APIServerCert: &certLater},
 		"mural-system/agent-stopped":     {Nodes: 2, NodesReady: 1, NotReadyNodes: []string{"worker-2"}, UnreadySystemPods: []string{"coredns-7d9f"}, PendingCSRs: []string{"csr-x8k2p"}, APIServerCert: &certLater},
 		"mural-system/apiserver-stopped": {Error: "no answer within --spoke-timeout 10s"},
@@ -271,7 +272,7 @@ func TestDeepHealthStalledSpokeHoldsNoOther(t *testing.T) {
 	// timeout leaves the healthy one room on a loaded machine.
 	_, deep := hub.readDeep(context.Background(), spokes, 1, 3*time.Second, now)
 	assert.Check(t, is.Equal(deep["mural-system/hangs"].Error, "no answer within --spoke-timeout 3s"))
-	assert.Check(t, is.DeepEqual(*deep["mural-system/fine"], DeepHealth{APIServerCert: deep["mural-system/fine"].APIServerCert}))
+	assert.Check(t, is.DeepEqual(*deep["mural-system/fine"], probe.Result{APIServerCert: deep["mural-system/fine"].APIServerCert}))
 	assert.Check(t, deep["mural-system/fine"].APIServerCert != nil, "read from the TLS handshake")
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
 // ExpiryWarning is how close to its expiry a stored credential or a spoke's
@@ -45,9 +46,9 @@ type HealthRow struct {
 	Drained    bool             `json:"drained,omitempty"`
 	Credential CredentialHealth `json:"credential"`
 	// Deep is what --deep found on the spoke itself.
-	Deep     *DeepHealth `json:"deep,omitempty"`
-	Healthy  bool        `json:"healthy"`
-	Problems []string    `json:"problems,omitempty"`
+	Deep     *probe.Result `json:"deep,omitempty"`
+	Healthy  bool          `json:"healthy"`
+	Problems []string      `json:"problems,omitempty"`
 	// NotChecked says what --deep could not check on the spoke (no
 	// readable stored kubeconfig, a list the credential may not make): not a
 	// pass, so health exits 3 when nothing is unhealthy.
@@ -78,22 +79,6 @@ const (
 	CredentialUnknown     = "unknown"
 )
 
-// DeepHealth is what --deep found on a spoke through its stored kubeconfig.
-type DeepHealth struct {
-	// Skipped says why the spoke was not tried (no stored kubeconfig).
-	Skipped string `json:"skipped,omitempty"`
-	// Error says why reaching it failed (timed out, refused).
-	Error             string       `json:"error,omitempty"`
-	Nodes             int          `json:"nodes"`
-	NodesReady        int          `json:"nodesReady"`
-	NotReadyNodes     []string     `json:"notReadyNodes,omitempty"`
-	UnreadySystemPods []string     `json:"unreadySystemPods,omitempty"`
-	PendingCSRs       []string     `json:"pendingCSRs,omitempty"`
-	APIServerCert     *metav1.Time `json:"apiServerCertificateExpires,omitempty"`
-	// Unchecked names what the stored credential may not read there.
-	Unchecked []string `json:"unchecked,omitempty"`
-}
-
 // addOnState is one ManagedClusterAddOn: its cluster (namespace), name and
 // Available condition status.
 type addOnState struct {
@@ -109,7 +94,7 @@ type healthInput struct {
 	Leases      map[string]time.Time
 	AddOns      []addOnState
 	Credentials map[string]CredentialHealth
-	Deep        map[string]*DeepHealth
+	Deep        map[string]*probe.Result
 	// OutOfBand adds the ManagedClusters no Spoke registers.
 	OutOfBand bool
 }
@@ -154,7 +139,7 @@ func AssessHealth(in healthInput, now time.Time) []HealthRow {
 		}
 		h.Deep = in.Deep[key]
 		if in.Deep != nil && r.OutOfBand {
-			h.Deep = &DeepHealth{Skipped: "joined out of band: the hub stores no kubeconfig"}
+			h.Deep = &probe.Result{Skipped: "joined out of band: the hub stores no kubeconfig"}
 		}
 		if mc := clusters[r.Metadata.Name]; mc != nil && r.ManagedCluster {
 			h.KubernetesVersion = mc.Status.Version.Kubernetes
@@ -225,7 +210,7 @@ func credentialProblem(c CredentialHealth) string {
 // deepNotChecked is what --deep could not check on a spoke (nil without
 // --deep): all of it when the spoke was skipped, each list the credential
 // may not make. A spoke not reached is a problem, not this.
-func deepNotChecked(d *DeepHealth) []string {
+func deepNotChecked(d *probe.Result) []string {
 	switch {
 	case d == nil:
 		return nil
@@ -239,7 +224,7 @@ func deepNotChecked(d *DeepHealth) []string {
 	return out
 }
 
-func deepProblems(d *DeepHealth, now time.Time) []string {
+func deepProblems(d *probe.Result, now time.Time) []string {
 	var p []string
 	switch {
 	case d.Skipped != "":

@@ -2,16 +2,24 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/scrub"
+	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
 // clusterLeaseName is the Lease an OCM registration agent renews in its
@@ -70,4 +78,62 @@ func recordedCredentials(spokes []fleetconfig.Spoke, now time.Time) map[string]C
 		out[healthKey(spokes[i].Namespace, spokes[i].Name)] = recordedCredential(&spokes[i], now)
 	}
 	return out
+}
+
+// readDeep reaches every spoke through its stored kubeconfig, maxConcurrent
+// at a time, each within timeout from the read of its Secret on: a spoke
+// that hangs holds one slot for timeout at most, never the others. It
+// judges the credentials on the way, from the Secrets it reads one by one
+// (the Role that grants each one alone allows that, and no list).
+func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]CredentialHealth, map[string]*probe.Result) {
+	creds := make(map[string]CredentialHealth, len(spokes))
+	deep := make(map[string]*probe.Result, len(spokes))
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(maxConcurrent)
+	for i := range spokes {
+		s := &spokes[i]
+		g.Go(func() error {
+			c, d := h.deepSpoke(ctx, s, timeout, now)
+			mu.Lock()
+			defer mu.Unlock()
+			creds[healthKey(s.Namespace, s.Name)], deep[healthKey(s.Namespace, s.Name)] = c, d
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines return no error: each result says its own
+	return creds, deep
+}
+
+// deepSpoke reads one spoke's Secret, judges the credential, and reaches
+// the spoke with it when it is usable.
+func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (CredentialHealth, *probe.Result) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var sec *corev1.Secret
+	var readErr error
+	if ref := s.Spec.Kubeconfig.SecretReference; ref != nil {
+		sec, readErr = h.Kube.CoreV1().Secrets(s.Namespace).Get(cli.HideBodies(ctx), ref.Name, metav1.GetOptions{})
+		if readErr != nil {
+			sec = nil
+		}
+		if apierrors.IsNotFound(readErr) {
+			readErr = nil
+		}
+	}
+	cred, kc := assessCredential(s, sec, readErr, now)
+	if kc == nil {
+		return cred, &probe.Result{Skipped: "no usable stored kubeconfig (credential " + cred.State + ")"}
+	}
+	d := &probe.Result{}
+	if err := probe.Reach(ctx, kc, timeout, d); err != nil {
+		d.Error = scrub.URLs(err.Error())
+		// The client's own timeout may fire a moment before the context's:
+		// either way the spoke did not answer in time.
+		var netErr net.Error
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+			d.Error = fmt.Sprintf("no answer within --spoke-timeout %s", timeout)
+		}
+	}
+	return cred, d
 }

@@ -1,16 +1,17 @@
-package spoke
+// Package probe reaches a spoke's own API server through a kubeconfig and
+// says what health --deep reports of it: Ready nodes, kube-system pods not
+// ready, pending CSRs and the serving certificate's expiry. It reads the
+// spoke only, never the hub: what a kubeconfig is and where it came from
+// (a Secret of the hub, judged first) is the caller's business.
+package probe
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,75 +20,34 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
-	"github.com/spokekit/spokekit/internal/scrub"
 )
 
-// readDeep reaches every spoke through its stored kubeconfig, maxConcurrent
-// at a time, each within timeout from the read of its Secret on: a spoke
-// that hangs holds one slot for timeout at most, never the others. It
-// judges the credentials on the way, from the Secrets it reads one by one
-// (the Role that grants each one alone allows that, and no list).
-func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]CredentialHealth, map[string]*DeepHealth) {
-	creds := make(map[string]CredentialHealth, len(spokes))
-	deep := make(map[string]*DeepHealth, len(spokes))
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(maxConcurrent)
-	for i := range spokes {
-		s := &spokes[i]
-		g.Go(func() error {
-			c, d := h.deepSpoke(ctx, s, timeout, now)
-			mu.Lock()
-			defer mu.Unlock()
-			creds[healthKey(s.Namespace, s.Name)], deep[healthKey(s.Namespace, s.Name)] = c, d
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines return no error: each result says its own
-	return creds, deep
+// Result is what health --deep found on a spoke through its stored
+// kubeconfig (Reach fills in what the spoke said).
+type Result struct {
+	// Skipped says why the spoke was not tried (no usable stored
+	// kubeconfig); the caller says so.
+	Skipped string `json:"skipped,omitempty"`
+	// Error says why reaching it failed (timed out, refused); the caller
+	// words it from Reach's error.
+	Error             string       `json:"error,omitempty"`
+	Nodes             int          `json:"nodes"`
+	NodesReady        int          `json:"nodesReady"`
+	NotReadyNodes     []string     `json:"notReadyNodes,omitempty"`
+	UnreadySystemPods []string     `json:"unreadySystemPods,omitempty"`
+	PendingCSRs       []string     `json:"pendingCSRs,omitempty"`
+	APIServerCert     *metav1.Time `json:"apiServerCertificateExpires,omitempty"`
+	// Unchecked names what the stored credential may not read there.
+	Unchecked []string `json:"unchecked,omitempty"`
 }
 
-// deepSpoke reads one spoke's Secret, judges the credential, and reaches
-// the spoke with it when it is usable.
-func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (CredentialHealth, *DeepHealth) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var sec *corev1.Secret
-	var readErr error
-	if ref := s.Spec.Kubeconfig.SecretReference; ref != nil {
-		sec, readErr = h.Kube.CoreV1().Secrets(s.Namespace).Get(cli.HideBodies(ctx), ref.Name, metav1.GetOptions{})
-		if readErr != nil {
-			sec = nil
-		}
-		if apierrors.IsNotFound(readErr) {
-			readErr = nil
-		}
-	}
-	cred, kc := assessCredential(s, sec, readErr, now)
-	if kc == nil {
-		return cred, &DeepHealth{Skipped: "no usable stored kubeconfig (credential " + cred.State + ")"}
-	}
-	d := &DeepHealth{}
-	if err := probeSpoke(ctx, kc, timeout, d); err != nil {
-		d.Error = scrub.URLs(err.Error())
-		// The client's own timeout may fire a moment before the context's:
-		// either way the spoke did not answer in time.
-		var netErr net.Error
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
-			d.Error = fmt.Sprintf("no answer within --spoke-timeout %s", timeout)
-		}
-	}
-	return cred, d
-}
-
-// probeSpoke asks the spoke's API server what --deep reports: its serving
+// Reach asks the spoke's API server what --deep reports: its serving
 // certificate (from the TLS handshake), nodes, kube-system pods and CSRs.
 // What the credential may not list is noted in Unchecked; CSRs are only
 // read, never approved.
-func probeSpoke(ctx context.Context, kc *kubeconfig.Kubeconfig, timeout time.Duration, d *DeepHealth) error {
+func Reach(ctx context.Context, kc *kubeconfig.Kubeconfig, timeout time.Duration, d *Result) error {
 	cfg, err := kc.RESTConfig()
 	if err != nil {
 		return err
@@ -143,7 +103,7 @@ func servingCertificate(ctx context.Context, hc *http.Client, host string) (*met
 	return &metav1.Time{Time: resp.TLS.PeerCertificates[0].NotAfter}, nil
 }
 
-func nodeHealth(ctx context.Context, c kubernetes.Interface, d *DeepHealth) error {
+func nodeHealth(ctx context.Context, c kubernetes.Interface, d *Result) error {
 	nodes := c.CoreV1().Nodes()
 	return cli.EachInChunks(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return nodes.List(ctx, o) },
 		cli.DefaultChunkSize, metav1.ListOptions{}, func(n *corev1.Node) error {
@@ -168,7 +128,7 @@ func nodeReady(n *corev1.Node) bool {
 
 // systemPodHealth notes the kube-system pods that are neither done nor
 // Running and Ready.
-func systemPodHealth(ctx context.Context, c kubernetes.Interface, d *DeepHealth) error {
+func systemPodHealth(ctx context.Context, c kubernetes.Interface, d *Result) error {
 	pods := c.CoreV1().Pods(metav1.NamespaceSystem)
 	return cli.EachInChunks(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
 		cli.DefaultChunkSize, metav1.ListOptions{}, func(p *corev1.Pod) error {
@@ -189,7 +149,7 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // pendingCSRs notes the CSRs nobody approved, denied or failed yet.
-func pendingCSRs(ctx context.Context, c kubernetes.Interface, d *DeepHealth) error {
+func pendingCSRs(ctx context.Context, c kubernetes.Interface, d *Result) error {
 	csrs := c.CertificatesV1().CertificateSigningRequests()
 	return cli.EachInChunks(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return csrs.List(ctx, o) },
 		cli.DefaultChunkSize, metav1.ListOptions{}, func(r *certificatesv1.CertificateSigningRequest) error {
