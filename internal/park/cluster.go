@@ -3,8 +3,6 @@ package park
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -337,34 +335,6 @@ func (o *ParkOptions) print(plan *ParkPlan) error {
 		plan.Survivors.write(w)
 	}
 	return nil
-}
-
-func changesTable(changes []PoolChange) cli.Table {
-	t := cli.Table{Columns: []cli.Column{{Name: "POOL"}, {Name: "KIND"}, {Name: "FROM"}, {Name: "TO"}}}
-	for _, c := range changes {
-		t.Rows = append(t.Rows, []string{c.Name, string(c.Kind), c.From.String(), c.To.String()})
-	}
-	return t
-}
-
-// String reads as "3 replicas" or "autoscaler 1..5".
-func (s PoolState) String() string {
-	var parts []string
-	if s.Replicas != nil {
-		parts = append(parts, fmt.Sprintf("%d replicas", *s.Replicas))
-	}
-	if len(s.Autoscaler) > 0 {
-		parts = append(parts, fmt.Sprintf("autoscaler %s..%s", orDash(s.Autoscaler[capi.AutoscalerMinSizeAnnotation]), orDash(s.Autoscaler[capi.AutoscalerMaxSizeAnnotation])))
-	}
-	if len(parts) == 0 {
-		return "replicas unset"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func writePatch(w io.Writer, p Patch) {
-	data, _ := p.JSON()
-	fmt.Fprintf(w, "JSON patch (one request to the Cluster):\n%s\n", data)
 }
 
 func recordSince(r *ParkRecord) string {

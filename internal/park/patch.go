@@ -3,6 +3,7 @@ package park
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spokekit/spokekit/internal/api"
 )
@@ -51,4 +52,10 @@ func (p *Patch) replace(path string, old, value any) {
 
 func poolPath(kind PoolKind, index int) string {
 	return fmt.Sprintf("/spec/topology/workers/%s/%d", kind, index)
+}
+
+// writePatch prints the patch a park or a resume would send (--dry-run).
+func writePatch(w io.Writer, p Patch) {
+	data, _ := p.JSON()
+	fmt.Fprintf(w, "JSON patch (one request to the Cluster):\n%s\n", data)
 }

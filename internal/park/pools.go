@@ -1,10 +1,13 @@
 package park
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
@@ -97,3 +100,27 @@ func existingRecord(c *capi.Cluster) (*ParkRecord, string, error) {
 }
 
 func int32Ptr(n int32) *int32 { return &n }
+
+// changesTable is the table of the pools a park or a resume changes.
+func changesTable(changes []PoolChange) cli.Table {
+	t := cli.Table{Columns: []cli.Column{{Name: "POOL"}, {Name: "KIND"}, {Name: "FROM"}, {Name: "TO"}}}
+	for _, c := range changes {
+		t.Rows = append(t.Rows, []string{c.Name, string(c.Kind), c.From.String(), c.To.String()})
+	}
+	return t
+}
+
+// String reads as "3 replicas" or "autoscaler 1..5".
+func (s PoolState) String() string {
+	var parts []string
+	if s.Replicas != nil {
+		parts = append(parts, fmt.Sprintf("%d replicas", *s.Replicas))
+	}
+	if len(s.Autoscaler) > 0 {
+		parts = append(parts, fmt.Sprintf("autoscaler %s..%s", orDash(s.Autoscaler[capi.AutoscalerMinSizeAnnotation]), orDash(s.Autoscaler[capi.AutoscalerMaxSizeAnnotation])))
+	}
+	if len(parts) == 0 {
+		return "replicas unset"
+	}
+	return strings.Join(parts, ", ")
+}
