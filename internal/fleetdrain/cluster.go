@@ -26,9 +26,6 @@ import (
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
-// managedClusters is the resource that cluster names complete from.
-const managedClusters = "managedclusters.cluster.open-cluster-management.io"
-
 // ClusterOptions are the flags of `fleetdrain cluster`.
 type ClusterOptions struct {
 	clusterTargets

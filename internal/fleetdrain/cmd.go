@@ -10,6 +10,10 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
+// managedClusters is the resource that cluster names complete from (cluster,
+// uncordon cluster).
+const managedClusters = "managedclusters.cluster.open-cluster-management.io"
+
 // NewCmdFleetdrain builds `kubectl fleetdrain` and its subcommands.
 func NewCmdFleetdrain(streams genericiooptions.IOStreams) *cobra.Command {
 	root, f := cli.NewRoot(cli.Plugin{

@@ -31,6 +31,16 @@ const (
 	reasonUncordoned  = "Uncordoned"
 )
 
+// conditionMessages say, per reason, what the drain conditions report.
+var conditionMessages = map[string]string{
+	reasonDraining:    "cordoned; evicting its pods",
+	reasonDrained:     "every pod the drain takes is gone; the node stays cordoned",
+	reasonFailed:      "the drain failed; see its report",
+	reasonInterrupted: "the drain was interrupted",
+	reasonTimedOut:    "--timeout ran out; run the drain again to finish",
+	reasonUncordoned:  "uncordoned; the drain is over",
+}
+
 // lifecycleGateEnabled reads the gate from the API server's metrics
 // (kubernetes_feature_enabled, one line per gate): true only when the line
 // is there and says 1.

@@ -480,16 +480,6 @@ func (o *NodeOptions) setConditions(ctx context.Context, name string, inProgress
 	}
 }
 
-// conditionMessages say, per reason, what the drain conditions report.
-var conditionMessages = map[string]string{
-	reasonDraining:    "cordoned; evicting its pods",
-	reasonDrained:     "every pod the drain takes is gone; the node stays cordoned",
-	reasonFailed:      "the drain failed; see its report",
-	reasonInterrupted: "the drain was interrupted",
-	reasonTimedOut:    "--timeout ran out; run the drain again to finish",
-	reasonUncordoned:  "uncordoned; the drain is over",
-}
-
 func (o *NodeOptions) selectNodes(ctx context.Context) ([]*corev1.Node, error) {
 	var nodes []*corev1.Node
 	if o.Selector != "" {
