@@ -79,3 +79,13 @@ func (h *HubClient) refuseKnownCluster(ctx context.Context, name string, id kube
 	}
 	return nil
 }
+
+// reachOrOffline is the identity of the cluster a kubeconfig reaches: asked
+// of the cluster when it answers, else from its URL and CA.
+func reachOrOffline(ctx context.Context, kc *kubeconfig.Kubeconfig) kubeconfig.Identity {
+	id, err := kc.Reach(ctx)
+	if err != nil {
+		return kc.OfflineIdentity()
+	}
+	return id
+}

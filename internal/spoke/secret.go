@@ -12,6 +12,10 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 )
 
+// secretName is the kubeconfig Secret kubectl spoke writes for a spoke:
+// NAME-kubeconfig.
+func secretName(spoke string) string { return spoke + "-kubeconfig" }
+
 // secretWrite is a kubeconfig to store under Key in the secret Name of the
 // release namespace. Existing is the secret as read before (nil: there was
 // none): the write is then an update carrying its resourceVersion, else a
