@@ -1,5 +1,47 @@
 // Package spoke is `kubectl spoke`: the lifecycle of the spoke clusters of an
 // Open Cluster Management hub, driven through the FleetConfig Spoke resource.
+//
+// # Files by layer
+//
+// The hub client is not a package of its own: HubClient's methods span the
+// commands' files, and moving it out would export some fifty names only for
+// the move. Its layers are files:
+//
+//   - the commands, one file each, wire flags to a plan: add, forceremove,
+//     health, joincommand, list (list and get), prepare, remove, rotate,
+//     set, status, valuesdiff; a long plan is in <command>plan.go, and
+//     removal.go holds what remove and force-remove share;
+//   - what several commands share, in files named for it: steps.go (the
+//     steps a report lists), selection.go (names, -l, -A), target.go (the
+//     values file or release written), spokekubeconfig.go (the kubeconfig
+//     given), row.go (list's rows), render.go (a Spoke as the chart renders
+//     it), record.go (what kubectl spoke records on a Spoke);
+//   - the hub: hub.go (HubClient and its reads), listed.go and
+//     healthread.go (lists decoded lean), access.go (the permissions a
+//     command asks before writing, and the Role to name when one is
+//     missing), wait.go (watches until joined or gone);
+//   - spoke/probe: a spoke's own API server, for health --deep.
+//
+// # Writes
+//
+// No write overwrites what changed since it was read:
+//
+//   - a Spoke is created only when absent (hub.go createSpoke); patched with
+//     a JSON patch whose tests pin what the plan read (patchSpoke, the
+//     record; removal.go, the force-delete annotation behind tests of the
+//     UID and its absence), or with a merge patch carrying the
+//     resourceVersion read (set.go); deleted under a UID precondition
+//     (removal.go);
+//   - a kubeconfig Secret is created, or updated carrying the
+//     resourceVersion read (secret.go);
+//   - a ManagedCluster is accepted by a JSON patch testing its
+//     resourceVersion, a CSR approved carrying the resourceVersion read and
+//     judged again on a conflict (joincommand.go);
+//   - a HelmRelease is server-side applied with the live resourceVersion as
+//     precondition (flux.go); a Helm release is upgraded from the revision
+//     read only (helmupgrade.go, through helmrelease);
+//   - prepare writes on the spoke, not the hub: it creates, or updates
+//     under the resourceVersion read.
 package spoke
 
 import (
