@@ -8,16 +8,23 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/spokekit/spokekit/e2e/harness"
 )
 
 // A cluster whose klusterlet was joined to another hub, as `clusteradm
 // join` leaves it (its bootstrap kubeconfig in
 // open-cluster-management-agent), is refused until it is removed there.
+// It is a cluster of its own: on spoke-1, where this hub's agents run,
+// deleting that Secret afterwards made every agent there rebootstrap and
+// exit, which failed the test bed.
 func TestAddRefusesAClusterOfAnotherHub(t *testing.T) {
+	other, err := env.StartCluster(harness.Context(t, harness.SetupTimeout), "other-hubs")
+	assert.NilError(t, err)
+	t.Cleanup(func() { assert.Check(t, other.Stop(ctx(t))) })
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: "https://old-hub.example.com:6443"}
 	cfg.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: "bootstrap-token"}
@@ -26,18 +33,14 @@ func TestAddRefusesAClusterOfAnotherHub(t *testing.T) {
 	data, err := clientcmd.Write(*cfg)
 	assert.NilError(t, err)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-agent"}}
-	if _, err := spoke1.Kube.CoreV1().Namespaces().Create(ctx(t), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		assert.NilError(t, err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-hub-kubeconfig", Namespace: ns.Name}, Data: map[string][]byte{"kubeconfig": data}}
-	_, err = spoke1.Kube.CoreV1().Secrets(ns.Name).Create(ctx(t), secret, metav1.CreateOptions{})
+	_, err = other.Kube.CoreV1().Namespaces().Create(ctx(t), ns, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	t.Cleanup(func() {
-		assert.Check(t, spoke1.Kube.CoreV1().Secrets(ns.Name).Delete(ctx(t), secret.Name, metav1.DeleteOptions{}))
-	})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-hub-kubeconfig", Namespace: ns.Name}, Data: map[string][]byte{"kubeconfig": data}}
+	_, err = other.Kube.CoreV1().Secrets(ns.Name).Create(ctx(t), secret, metav1.CreateOptions{})
+	assert.NilError(t, err)
 
 	values := writeFile(t, "values.yaml", valuesFile)
-	r := spoke(t, "add", "elsewhere", "--spoke-kubeconfig", spoke1.Kubeconfig, "--values", values, "--apply")
+	r := spoke(t, "add", "elsewhere", "--spoke-kubeconfig", other.Kubeconfig, "--values", values, "--apply")
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "still registered with another hub"), r)
 	assert.Check(t, is.Contains(r.Stderr, "https://old-hub.example.com:6443"), r)
