@@ -16,10 +16,11 @@
 //     values file or release written), spokekubeconfig.go (the kubeconfig
 //     given), row.go (list's rows), render.go (a Spoke as the chart renders
 //     it), record.go (what kubectl spoke records on a Spoke);
-//   - the hub: hub.go (HubClient and its reads), listed.go and
-//     healthread.go (lists decoded lean), access.go (the permissions a
-//     command asks before writing, and the Role to name when one is
-//     missing), wait.go (watches until joined or gone);
+//   - the hub: hub.go (HubClient and its reads), listed.go (the lean
+//     lists of list and health), healthread.go (what else health reads:
+//     leases, add-ons, each stored kubeconfig for --deep), access.go (the
+//     permissions a command asks before writing, and the Role to name when
+//     one is missing), wait.go (watches until joined or gone);
 //   - spoke/probe: a spoke's own API server, for health --deep.
 //
 // # Writes
