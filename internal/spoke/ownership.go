@@ -70,6 +70,22 @@ func (h *HubClient) helmOwnsSpokes(ctx context.Context, hub *fleetconfig.Hub) (b
 	return false, nil
 }
 
+// fleetRelease is the Helm release named on the Hub that s joins (the only
+// Hub of the namespace when s is gone), as add names it in its next step.
+// Only a hint reads it: "" when it cannot be told.
+func (h *HubClient) fleetRelease(ctx context.Context, s *fleetconfig.Spoke) string {
+	hubs, err := h.Hubs(ctx)
+	if err != nil {
+		return ""
+	}
+	for i := range hubs {
+		if (s != nil && hubs[i].Name == s.Spec.HubRef.Name) || (s == nil && len(hubs) == 1) {
+			return hubs[i].Annotations[fleetconfig.HelmReleaseNameAnnotation]
+		}
+	}
+	return ""
+}
+
 // helmUpgrade is the command that applies a values file to the release.
 func helmUpgrade(release, ns, file string) string {
 	// The name comes from an annotation anyone who may patch the Spoke or

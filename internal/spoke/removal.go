@@ -142,6 +142,10 @@ type removalInput struct {
 	// FluxLive is the live HelmRelease --helmrelease --apply applies over
 	// (nil: no such apply).
 	FluxLive *unstructured.Unstructured
+	// HubRelease is the Helm release named on the fleet's Hub, read only
+	// for the next step of a values-file removal of a Spoke without Helm's
+	// marks (the seed's job model): "" when not read or none.
+	HubRelease string
 	// Force is force-remove: the Spoke is annotated for force-delete first,
 	// and what may be left on the cluster is listed.
 	Force bool
@@ -170,6 +174,9 @@ type removalPlan struct {
 	ValuesPath string   `json:"valuesPath,omitempty"`
 	// Release is the Helm release named on the Spoke ("" when none).
 	Release string `json:"release,omitempty"`
+	// HubRelease is the one named on the fleet's Hub, which the next step
+	// names when the Spoke names none, as add's does.
+	HubRelease string `json:"hubRelease,omitempty"`
 	// Upgrade is the upgrade of --release that drops the entry.
 	Upgrade *releaseUpgrade `json:"upgrade,omitempty"`
 	// Flux is the apply of the --helmrelease file without the entry (nil:
@@ -225,7 +232,7 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 			return nil, err
 		}
 	}
-	p.Release = helmRelease(s)
+	p.Release, p.HubRelease = helmRelease(s), in.HubRelease
 	switch release := p.Release; {
 	case p.Upgrade != nil:
 		// The release's values are the ones that matter, and lose the entry.
@@ -393,7 +400,11 @@ func (p *removalPlan) next(dryRun cli.DryRun) string {
 	case p.File.Kind == values.HelmRelease:
 		return "apply " + p.ValuesPath + " to the hub (or commit it where Flux reads it), so that Flux upgrades the release without the entry; until then the next upgrade registers the spoke again"
 	}
-	return "commit " + p.ValuesPath + " and run " + helmUpgrade(p.Release, p.Namespace, p.ValuesPath) + ", so that the release's values lose the entry too; until then the next upgrade registers the spoke again"
+	release := p.Release
+	if release == "" {
+		release = p.HubRelease
+	}
+	return "commit " + p.ValuesPath + " and run " + helmUpgrade(release, p.Namespace, p.ValuesPath) + ", so that the release's values lose the entry too; until then the next upgrade registers the spoke again"
 }
 
 // registeredAgainWarning is what a new ManagedCluster of the same name
@@ -448,7 +459,12 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 			return err
 		}
 	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, FluxLive: fluxLive, Force: how.Force, Wait: how.Wait})
+	var hubRelease string
+	if o.values != nil && o.values.Kind == values.HelmValues && rel == nil && helmRelease(s) == "" {
+		hubRelease = hub.fleetRelease(ctx, s)
+	}
+	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, FluxLive: fluxLive,
+		HubRelease: hubRelease, Force: how.Force, Wait: how.Wait})
 	if err != nil {
 		return err
 	}

@@ -192,23 +192,31 @@ func TestRemoveHelpSaysWhoUnjoins(t *testing.T) {
 	assert.Check(t, !strings.Contains(help, "the hub then unjoins"), help)
 }
 
-// remove --values, having taken the entry out of the file, names the Helm
-// upgrade the product requires, as add names the one that registers.
-func TestRemoveWithValuesNamesTheHelmUpgrade(t *testing.T) {
+// removeServer answers remove spoke-1 of a hub whose Spoke has metadata
+// meta (its name and namespace given here) and which has no ManifestWork.
+func removeServer(t *testing.T, meta string) *clitest.APIServer {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
-		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5",`+
-			`"labels":{"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"mural","meta.helm.sh/release-namespace":"mural-system"}},`+
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","uid":"u1","resourceVersion":"5"`+meta+`},`+
 			`"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}},"addOns":[{"configName":"fleetconfig-controller-agent"}]},`+
 			`"status":{"conditions":[{"type":"PivotComplete","status":"True","reason":"x","message":"","lastTransitionTime":"2026-11-30T12:00:00Z"}]}}`)
 	srv.Respond("GET /apis/work.open-cluster-management.io/v1/namespaces/spoke-1/manifestworks", 200, `{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
 	srv.Respond("DELETE /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
-	goldenFile, err := filepath.Abs(golden.Path("remove-values-output.golden"))
-	assert.NilError(t, err)
-	// In the file's directory: the output names the file as the user gave it.
+	// In a directory of its own, holding values.yaml: the output names the
+	// file as the user gave it.
 	t.Chdir(t.TempDir())
 	assert.NilError(t, os.WriteFile("values.yaml", []byte(planValues), 0o600))
+	return srv
+}
+
+// remove --values, having taken the entry out of the file, names the Helm
+// upgrade the product requires, as add names the one that registers.
+func TestRemoveWithValuesNamesTheHelmUpgrade(t *testing.T) {
+	goldenFile, err := filepath.Abs(golden.Path("remove-values-output.golden"))
+	assert.NilError(t, err)
+	srv := removeServer(t, `,"labels":{"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"mural","meta.helm.sh/release-namespace":"mural-system"}`)
 	var out strings.Builder
 	for _, dry := range []string{"--dry-run=client", "--dry-run=none"} {
 		code, stdout, stderr := runSpoke(srv, "remove", "spoke-1", "--values", "values.yaml", dry)
@@ -216,4 +224,18 @@ func TestRemoveWithValuesNamesTheHelmUpgrade(t *testing.T) {
 		fmt.Fprintf(&out, "== remove spoke-1 --values values.yaml %s\n-- stdout\n%s-- stderr\n%s", dry, stdout, stderr)
 	}
 	golden.Assert(t, out.String(), goldenFile)
+}
+
+// Under the seed's job model a Spoke carries no Helm marks: the upgrade
+// remove --values names is the release of the Hub the spoke joined, the
+// one add names, not a placeholder.
+func TestRemoveWithValuesNamesTheHubsRelease(t *testing.T) {
+	srv := removeServer(t, "")
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[`+
+			`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"other","namespace":"mural-system","annotations":{"meta.helm.sh/release-name":"other"}}},`+
+			`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system","annotations":{"meta.helm.sh/release-name":"mural"}}}]}`)
+	code, _, stderr := runSpoke(srv, "remove", "spoke-1", "--values", "values.yaml")
+	assert.Check(t, is.Equal(code, exitcode.OK), stderr)
+	assert.Check(t, is.Contains(stderr, "Next: commit values.yaml and run `helm upgrade mural CHART -n mural-system -f values.yaml`"))
 }
