@@ -58,7 +58,9 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 			purged once the agent took over. Whatever stays on the cluster is
 			removed there with the cluster's own admin kubeconfig.
 
-			With --values (or --helmrelease) the spoke's fleetConfig.spokes entry
+			With --release NAME the hub's Helm release is upgraded after the
+			delete with only the spoke's fleetConfig.spokes entry taken out, as
+			remove does it. With --values (or --helmrelease) the entry
 			is removed from that file too, as remove does; with --helmrelease
 			and --apply the edited HelmRelease is applied to the hub after the
 			delete, as remove applies it (refused, exit 3 and nothing written,
@@ -71,6 +73,9 @@ func NewCmdForceRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobr
 		Example: templates.Examples(`
 			# The cluster was destroyed; clean up the hub
 			kubectl spoke force-remove spoke-3 --yes
+
+			# The same, and its entry out of the hub's release (an upgrade with only that changed)
+			kubectl spoke force-remove spoke-3 --yes --release mural
 
 			# The same, and its entry out of the values file
 			kubectl spoke force-remove spoke-3 --yes --values values.yaml`),

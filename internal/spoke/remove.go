@@ -51,7 +51,15 @@ func NewCmdRemove(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			credential has expired; rotate-kubeconfig first, or the removal
 			would wait forever.
 
-			With --values or --helmrelease the spoke's entry leaves that file
+			With --release NAME (the seed's path) the hub's Helm release is
+			upgraded after the delete, from the chart its record holds, with
+			only the spoke's fleetConfig.spokes entry taken out and every other
+			value kept, so the job the upgrade runs does not register the spoke
+			again; --values, if given, loses the entry too. A release that is
+			pending or failed, or whose chart renders no fleetConfig.spokes, is
+			refused before anything changes (exit 3).
+
+			With --values or --helmrelease alone the spoke's entry leaves that file
 			too, and the command names the step that must follow: the helm
 			upgrade of the release with that file (or, for Flux, applying the
 			HelmRelease), without which the next upgrade registers the spoke

@@ -99,6 +99,14 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 			cluster and no other Spoke uses it (then updated, guarded by its
 			resourceVersion), else the command exits 3 and nothing changes.
 
+			With --secret and --release NAME (the seed's path) the hub's Helm
+			release is upgraded, from the chart its record holds, with only the
+			spoke's fleetConfig.spokes entry pointed at the new secret, so the
+			job the upgrade runs keeps the Spoke on it; refused before anything
+			is written (exit 3) for a release that is pending or failed, whose
+			chart renders no fleetConfig.spokes, or that has no entry for the
+			spoke.
+
 			With --secret, --values (or --helmrelease) points the spoke's
 			fleetConfig.spokes entry in that file at the new secret too, changing
 			only that value and keeping every comment and byte of the rest; a
@@ -116,6 +124,9 @@ func NewCmdRotateKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) 
 		Example: templates.Examples(`
 			# New client certificate for spoke-1
 			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig
+
+			# Into a new secret; point the Spoke and its entry in the hub's release at it
+			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --release mural
 
 			# Into a new secret; point the Spoke and its values entry at it
 			kubectl spoke rotate-kubeconfig spoke-1 --spoke-kubeconfig spoke-1-2027.kubeconfig --secret spoke-1-kubeconfig-2027 --values values.yaml
