@@ -53,8 +53,10 @@ type RotateReport struct {
 	// Values is what happened to the entry in --values or --helmrelease.
 	Values   string   `json:"values,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
-	// Release is the upgrade of the hub's Helm release (--release).
-	Release *releaseUpgrade `json:"release,omitempty"`
+	// Release is the upgrade of the hub's Helm release (--release), and
+	// releaseStep what it did, in words, for the table.
+	Release     *releaseUpgrade `json:"release,omitempty"`
+	releaseStep string
 	// HelmRelease is what happened to the HelmRelease on the hub
 	// (--helmrelease --apply).
 	HelmRelease string `json:"helmRelease,omitempty"`
@@ -68,6 +70,10 @@ func (r *RotateReport) table() cli.Table {
 	if r.Values != "" {
 		t.Columns = append(t.Columns, cli.Column{Name: "VALUES"})
 		t.Rows[0] = append(t.Rows[0], r.Values)
+	}
+	if r.releaseStep != "" {
+		t.Columns = append(t.Columns, cli.Column{Name: "RELEASE"})
+		t.Rows[0] = append(t.Rows[0], r.releaseStep)
 	}
 	if r.HelmRelease != "" {
 		t.Columns = append(t.Columns, cli.Column{Name: "HELMRELEASE"})
@@ -324,8 +330,8 @@ func (p *rotatePlan) fill(r *RotateReport, dryRun cli.DryRun) {
 	if p.Warning != "" {
 		r.Warnings = append(r.Warnings, p.Warning)
 	}
-	if r.Release = p.Release; p.Release != nil && r.Values == "" {
-		r.Values = p.Release.step(r.Metadata.Namespace, dryRun).Result
+	if r.Release = p.Release; p.Release != nil {
+		r.releaseStep = p.Release.step(r.Metadata.Namespace, dryRun).Result
 	}
 	if p.Flux != nil {
 		r.HelmRelease = p.Flux.step(dryRun).Result

@@ -14,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/values"
 )
@@ -262,4 +264,17 @@ func TestRepointPatch(t *testing.T) {
 	moved.Spec.Kubeconfig.SecretReference = &fleetconfig.SecretReference{Name: "someone-elses", KubeconfigKey: "kubeconfig"}
 	_, err = applyPatch(t, moved, patch)
 	assert.Check(t, err != nil, "a reference someone else changed in between is not overwritten")
+}
+
+// With --secret, --values and --release, the table says what happened to
+// both: the file's entry and the release's revision.
+func TestRotateTableShowsTheReleaseBesideTheFile(t *testing.T) {
+	p := &rotatePlan{SecretName: "s-2027", Patch: []api.PatchOp{{Op: "test"}}, Values: repointEntry,
+		Release: &releaseUpgrade{Name: "mural", Revision: 4, NewRevision: 5, change: &helmrelease.Change{}}}
+	r := &RotateReport{ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", "mural-system", "spoke-1")}
+	p.fill(r, cli.DryRunNone)
+	var out strings.Builder
+	assert.NilError(t, cli.NewOutput().Print(&out, r, r.table))
+	assert.Check(t, is.Contains(out.String(), "entry now names s-2027"))
+	assert.Check(t, is.Contains(out.String(), "revision 5 made from 4, only fleetConfig.spokes changed"))
 }
