@@ -45,44 +45,25 @@ func fluxManifest(t *testing.T, name, interval string, values map[string]any) st
 // HelmRelease as Flux's kustomize-controller applied it from file, the
 // helm-controller stand-in and the release's job running.
 type fluxBed struct {
-	file         string
+	name, file   string
 	helmReleases dynamic.ResourceInterface
-	// installed is the release as installed, base its revision once Flux
-	// reconciled the HelmRelease.
+	// installed is the release as installed (name), base its revision once
+	// Flux reconciled the HelmRelease (file).
 	installed, base *release.Release
 }
 
-// startFluxRelease installs release name with one spoke, spokeName (its
-// secret stored by add, the cluster spoke2), and the HelmRelease that Flux
-// reconciles it from; it waits until the spoke joined.
+// startFluxRelease installs release name with one spoke, spokeName (as
+// installRelease does), and the HelmRelease that Flux reconciles it from,
+// with the helm-controller stand-in running.
 func startFluxRelease(t *testing.T, name, spokeName string) fluxBed {
 	t.Helper()
 	assert.NilError(t, hub.InstallHelmReleaseCRD(ctx(t)))
-	run := harness.Context(t, 10*time.Minute)
-	job := hub.StartSpokesJob(run, releaseNamespace, name)
-	flux := hub.StartFluxHelmController(run, releaseNamespace)
-	t.Cleanup(func() {
-		assert.Check(t, is.Len(job.Errors(), 0))
-		assert.Check(t, is.Len(flux.Errors(), 0))
-	})
-	// The release starts with one spoke, its secret stored by add.
-	valuesPath := writeFile(t, "values.yaml", valuesFile)
-	r := spoke(t, "add", spokeName, "--spoke-kubeconfig", spoke2.Kubeconfig, "--values", valuesPath)
-	assert.Equal(t, r.ExitCode, 0, r)
-	var valuesDoc map[string]any
-	assert.NilError(t, yaml.Unmarshal([]byte(readFile(t, valuesPath)), &valuesDoc))
-	initial := otherValues()
-	for _, e := range valuesDoc["fleetConfig"].(map[string]any)["spokes"].([]any) {
-		if e.(map[string]any)["name"] == spokeName {
-			initial["fleetConfig"].(map[string]any)["spokes"] = []any{e}
-		}
-	}
-	installed, err := hub.HelmInstall(ctx(t), "../charts/mural", releaseNamespace, name, initial)
-	assert.NilError(t, err)
-	t.Cleanup(func() { assert.Check(t, hub.HelmUninstall(releaseNamespace, name)) })
+	flux := hub.StartFluxHelmController(harness.Context(t, 10*time.Minute), releaseNamespace)
+	t.Cleanup(func() { assert.Check(t, is.Len(flux.Errors(), 0)) })
+	installed, _ := installRelease(t, name, spokeName)
 
 	// Flux's kustomize-controller applied the manifest from Git.
-	file := writeFile(t, name+".yaml", fluxManifest(t, name, "10m", initial))
+	file := writeFile(t, name+".yaml", fluxManifest(t, name, "10m", installed.Config))
 	var obj map[string]any
 	assert.NilError(t, yaml.Unmarshal([]byte(readFile(t, file)), &obj))
 	data, err := json.Marshal(obj)
@@ -93,19 +74,57 @@ func startFluxRelease(t *testing.T, name, spokeName string) fluxBed {
 	assert.NilError(t, err)
 	t.Cleanup(func() { assert.Check(t, hrs.Delete(ctx(t), name, metav1.DeleteOptions{})) })
 	waitHelmReleaseObserved(t, name, 1)
-	waitAvailable(t, spokeName)
 	base, err := hub.HelmRevision(releaseNamespace, name, 0)
 	assert.NilError(t, err)
-	return fluxBed{file: file, helmReleases: hrs, installed: installed, base: base}
+	return fluxBed{name: name, file: file, helmReleases: hrs, installed: installed, base: base}
 }
 
-// drifted writes the manifest as it is now but for spec.interval, which
-// the live HelmRelease has otherwise.
-func (b fluxBed) drifted(t *testing.T) string {
+// refusesDrift runs the command args with --helmrelease FILE --apply, FILE
+// the manifest as it is now but for spec.interval, which the live
+// HelmRelease has otherwise: refused (exit 3), the file untouched and no
+// upgrade. The caller checks that the command wrote nothing on the hub.
+func (b fluxBed) refusesDrift(t *testing.T, args ...string) {
 	t.Helper()
 	data := readFile(t, b.file)
 	assert.Assert(t, strings.Contains(data, "interval: 10m"))
-	return writeFile(t, "drifted.yaml", strings.Replace(data, "interval: 10m", "interval: 5m", 1))
+	drifted := writeFile(t, "drifted.yaml", strings.Replace(data, "interval: 10m", "interval: 5m", 1))
+	before := readFile(t, drifted)
+	r := spoke(t, append(args, "--helmrelease", drifted, "--apply")...)
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "differs from the file outside spec.values (spec.interval)"), r)
+	assert.Check(t, is.Equal(readFile(t, drifted), before), "the file is untouched")
+	now, err := hub.HelmRevision(releaseNamespace, b.name, 0)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(now.Version, b.base.Version), "no upgrade")
+}
+
+// fileValues is the manifest's spec.values as the file has them now.
+func (b fluxBed) fileValues(t *testing.T) map[string]any {
+	t.Helper()
+	var hr map[string]any
+	assert.NilError(t, yaml.Unmarshal([]byte(readFile(t, b.file)), &hr))
+	v, _, _ := unstructured.NestedFieldNoCopy(hr, "spec", "values")
+	values, _ := v.(map[string]any)
+	return values
+}
+
+// upgradedOnce checks that the command's apply made Flux upgrade the
+// release once, with every value but the spokes as installed, and that the
+// live HelmRelease was applied under kubectl spoke's field manager with
+// nothing but its values changed; it returns the new revision.
+func (b fluxBed) upgradedOnce(t *testing.T) *release.Release {
+	t.Helper()
+	up, err := hub.HelmRevision(releaseNamespace, b.name, 0)
+	assert.NilError(t, err)
+	assert.Equal(t, up.Version, b.base.Version+1, "Flux upgraded the release once")
+	assert.DeepEqual(t, withoutSpokes(t, up.Config), withoutSpokes(t, b.installed.Config))
+	live, err := b.helmReleases.Get(ctx(t), b.name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Check(t, slices.ContainsFunc(live.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "kubectl-spoke" }),
+		"applied under kubectl spoke's field manager")
+	interval, _, _ := unstructured.NestedString(live.Object, "spec", "interval")
+	assert.Check(t, is.Equal(interval, "10m"))
+	return up
 }
 
 // TestFluxHelmReleaseApply is add --helmrelease --apply --wait on a release
@@ -113,77 +132,87 @@ func (b fluxBed) drifted(t *testing.T) string {
 // release from the applied HelmRelease, and the release's job (played by
 // the harness) applies the Spoke.
 func TestFluxHelmReleaseApply(t *testing.T) {
-	const name = "mural-flux"
-	bed := startFluxRelease(t, name, "flux-base")
-	file, hrs, installed, base := bed.file, bed.helmReleases, bed.installed, bed.base
+	bed := startFluxRelease(t, "mural-flux", "flux-base")
 
 	// A manifest that would change more than the values is refused.
-	drifted := bed.drifted(t)
-	r := spoke(t, "add", "flux-new", "--spoke-kubeconfig", spoke1.Kubeconfig, "--helmrelease", drifted, "--apply")
-	assert.Equal(t, r.ExitCode, 3, r)
-	assert.Check(t, is.Contains(r.Stderr, "differs from the file outside spec.values (spec.interval)"), r)
+	bed.refusesDrift(t, "add", "flux-new", "--spoke-kubeconfig", spoke1.Kubeconfig)
 	assert.Check(t, !secretExists(t, "flux-new"), "no secret was written")
-	assert.Check(t, !strings.Contains(readFile(t, drifted), "flux-new"), "the file is untouched")
 
-	r = spoke(t, "add", "flux-new", "--spoke-kubeconfig", spoke1.Kubeconfig, "--helmrelease", file, "--apply", "--wait", "--timeout", "2m")
+	r := spoke(t, "add", "flux-new", "--spoke-kubeconfig", spoke1.Kubeconfig, "--helmrelease", bed.file, "--apply", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
-	assert.Check(t, is.Contains(readFile(t, file), "name: flux-new"), "the file has the entry")
-	up, err := hub.HelmRevision(releaseNamespace, name, 0)
-	assert.NilError(t, err)
-	assert.Equal(t, up.Version, base.Version+1, "Flux upgraded the release once")
+	assert.Check(t, is.DeepEqual(spokeNames(bed.fileValues(t)), []string{"flux-base", "flux-new"}), "the file has the entry")
+	up := bed.upgradedOnce(t)
 	assert.DeepEqual(t, spokeNames(up.Config), []string{"flux-base", "flux-new"})
-	assert.DeepEqual(t, withoutSpokes(t, up.Config), withoutSpokes(t, installed.Config))
-	live, err := hrs.Get(ctx(t), name, metav1.GetOptions{})
-	assert.NilError(t, err)
-	assert.Check(t, slices.ContainsFunc(live.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "kubectl-spoke" }),
-		"applied under kubectl spoke's field manager")
-	interval, _, _ := unstructured.NestedString(live.Object, "spec", "interval")
-	assert.Check(t, is.Equal(interval, "10m"))
 	waitAvailable(t, "flux-new")
 	assert.Check(t, spokeObject(t, "flux-new").GetAnnotations()[spokekitUIDAnnotation] != "", "the cluster's UID is recorded")
 
 	for _, spokeName := range []string{"flux-new", "flux-base"} {
-		r = spoke(t, "remove", spokeName, "--helmrelease", file, "--wait", "--timeout", "2m")
+		r = spoke(t, "remove", spokeName, "--helmrelease", bed.file, "--wait", "--timeout", "2m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, spokeObject(t, spokeName) == nil)
 	}
 }
 
-// TestFluxHelmReleaseRemoveApply is remove --helmrelease --apply --wait on
-// a release Flux manages: the Spoke deleted, then the HelmRelease applied
-// without the entry, Flux's upgrade makes the next revision with only the
-// spokes changed, and the release's job does not register the spoke again.
-// A manifest that differs outside its values is refused first, writing
-// nothing.
+// TestFluxHelmReleaseRemoveApply is remove and force-remove --helmrelease
+// --apply --wait on a release Flux manages: the Spoke deleted, then the
+// HelmRelease applied without the entry, Flux's upgrade makes the next
+// revision with only the spokes changed, and the release's job does not
+// register the spoke again. A manifest that differs outside its values is
+// refused first, writing nothing.
 func TestFluxHelmReleaseRemoveApply(t *testing.T) {
-	const name = "mural-flux-remove"
-	bed := startFluxRelease(t, name, "flux-gone")
+	for _, c := range []struct {
+		command string
+		flags   []string
+	}{
+		{"remove", []string{"--wait"}},
+		{"force-remove", []string{"--yes", "--even-if-reachable"}}, // it always waits
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			spokeName := "flux-" + c.command
+			bed := startFluxRelease(t, "mural-"+spokeName, spokeName)
+			args := append([]string{c.command, spokeName, "--timeout", "2m"}, c.flags...)
 
-	drifted := bed.drifted(t)
-	r := spoke(t, "remove", "flux-gone", "--helmrelease", drifted, "--apply", "--wait", "--timeout", "2m")
-	assert.Equal(t, r.ExitCode, 3, r)
-	assert.Check(t, is.Contains(r.Stderr, "differs from the file outside spec.values (spec.interval)"), r)
-	assert.Check(t, spokeObject(t, "flux-gone") != nil, "the Spoke is still there")
-	assert.Check(t, strings.Contains(readFile(t, drifted), "name: flux-gone"), "the file is untouched")
-	now, err := hub.HelmRevision(releaseNamespace, name, 0)
-	assert.NilError(t, err)
-	assert.Check(t, is.Equal(now.Version, bed.base.Version), "no upgrade")
+			bed.refusesDrift(t, args...)
+			assert.Check(t, spokeObject(t, spokeName) != nil, "the Spoke is still there")
 
-	r = spoke(t, "remove", "flux-gone", "--helmrelease", bed.file, "--apply", "--wait", "--timeout", "2m")
+			r := spoke(t, append(args, "--helmrelease", bed.file, "--apply")...)
+			assert.Equal(t, r.ExitCode, 0, r)
+			assert.Check(t, is.Contains(r.Stdout, "Ready: Flux upgraded the release"), r)
+			assert.Check(t, is.Len(spokeNames(bed.fileValues(t)), 0), "the entry left the file")
+			up := bed.upgradedOnce(t)
+			assert.Check(t, is.Len(spokeNames(up.Config), 0))
+			assert.Check(t, is.Contains(r.Stdout, "ManagedCluster and namespace "+spokeName), r)
+			assert.Check(t, spokeObject(t, spokeName) == nil, "the Spoke is gone, and the upgrade's job did not apply it again")
+		})
+	}
+}
+
+// TestFluxHelmReleaseRotateApply is rotate-kubeconfig --secret
+// --helmrelease --apply --wait on a release Flux manages: the entry points
+// at the new secret in the file, on the hub and in the revision Flux makes,
+// so the release's job keeps the Spoke on it. A manifest that differs
+// outside its values is refused first, writing no secret.
+func TestFluxHelmReleaseRotateApply(t *testing.T) {
+	const spokeName, secret = "flux-rotate", "flux-rotate-2027"
+	bed := startFluxRelease(t, "mural-flux-rotate", spokeName)
+	args := []string{"rotate-kubeconfig", spokeName, "--spoke-kubeconfig", spoke2.Kubeconfig, "--secret", secret}
+
+	bed.refusesDrift(t, args...)
+	assert.Check(t, !secretExists(t, secret), "no secret was written")
+	assert.Check(t, is.Equal(secretReference(t, spokeName), spokeName+"-kubeconfig"), "the Spoke is not re-pointed")
+
+	r := spoke(t, append(args, "--helmrelease", bed.file, "--apply", "--wait", "--timeout", "2m")...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stdout, "Ready: Flux upgraded the release"), r)
-	assert.Check(t, !strings.Contains(readFile(t, bed.file), "flux-gone"), "the entry left the file")
-	up, err := hub.HelmRevision(releaseNamespace, name, 0)
-	assert.NilError(t, err)
-	assert.Equal(t, up.Version, bed.base.Version+1, "Flux upgraded the release once")
-	assert.Check(t, is.Len(spokeNames(up.Config), 0))
-	assert.DeepEqual(t, withoutSpokes(t, up.Config), withoutSpokes(t, bed.installed.Config))
-	live, err := bed.helmReleases.Get(ctx(t), name, metav1.GetOptions{})
-	assert.NilError(t, err)
-	assert.Check(t, slices.ContainsFunc(live.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "kubectl-spoke" }),
-		"applied under kubectl spoke's field manager")
-	assert.Check(t, is.Contains(r.Stdout, "ManagedCluster and namespace flux-gone"), r)
-	assert.Check(t, spokeObject(t, "flux-gone") == nil, "the Spoke is gone, and the upgrade's job did not apply it again")
+	assert.Check(t, is.Equal(spokeSecret(bed.fileValues(t), spokeName), secret), "the file's entry names the new secret")
+	up := bed.upgradedOnce(t)
+	assert.Check(t, is.Equal(spokeSecret(up.Config, spokeName), secret), "the revision's entry names the new secret")
+	// Flux's upgrade waited for its job, which applied the entry again.
+	assert.Check(t, is.Equal(secretReference(t, spokeName), secret), "the Spoke stays on the new secret")
+
+	r = spoke(t, "remove", spokeName, "--helmrelease", bed.file, "--apply", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, spokeObject(t, spokeName) == nil)
 }
 
 // waitHelmReleaseObserved waits until the HelmRelease's status says its
