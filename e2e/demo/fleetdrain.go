@@ -87,7 +87,7 @@ func (d *Demo) fleetdrain(ctx context.Context) error {
 	fmt.Println("\n==> fleetdrain: take spoke-1 out of the fleet's placements (OCM's placement and ManifestWorkReplicaSet controllers move its works)")
 	// spoke-2 left the fleet in the spoke steps: it joins again, so that
 	// shop's works have a cluster to move to.
-	if err := d.kubectl(ctx, d.hub.Cluster, "spoke", "add", "spoke-2", "--spoke-kubeconfig", "spoke-2.kubeconfig", "--apply", "--wait"); err != nil {
+	if err := d.kubectl(ctx, d.hub.Cluster, "spoke", "add", "spoke-2", "--spoke-kubeconfig", "spoke-2.kubeconfig", "--release", "mural", "--values", "values.yaml", "--wait"); err != nil {
 		return err
 	}
 	if err := d.hub.ApplyYAML(ctx, demoFleet); err != nil {

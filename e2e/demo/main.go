@@ -124,6 +124,7 @@ func demo(ctx context.Context, env *harness.Env, keep bool) error {
 		}
 		fmt.Printf("  export PATH=%s:$PATH\n", env.Tools.Plugins)
 		fmt.Println("  (the Cluster API managers stopped with the demo: the platform keeps its objects, nothing reconciles them)")
+		fmt.Println("  (so did the FleetConfig stand-in and the player of the mural release's apply-spokes job: an upgrade of the release waits for that hook until it times out)")
 		fmt.Println("  make demo-down   # when done")
 	}
 	return nil

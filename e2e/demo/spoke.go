@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 )
 
-// demoValues is the release's values file the demo edits.
-const demoValues = `# values of the mural release (comments survive kubectl spoke's edits)
+// demoValues is the values file the hub's release is installed from, and
+// which the demo keeps in step with it.
+var demoValues = `# values of the mural release (comments survive kubectl spoke's edits)
 fleetConfig:
   spokes:
   - name: hub-as-spoke   # the hub manages itself
@@ -20,9 +24,17 @@ fleetConfig:
       endpoint: oci://registry.example.com/mural
   hub:
     name: hub
+applySpokes:
+  # kwok runs no pods: the demo plays the job that applies the Spokes
+  managedBy: ` + harness.SpokesJobManager + `
 `
 
-// spokeLifecycle adds both spokes, shows them, rotates a credential, and
+// demoChart is the test bed's chart (e2e/charts/mural), from the
+// repository's root, where make demo runs.
+const demoChart = "e2e/charts/mural"
+
+// spokeLifecycle installs the hub's Helm release (hub-as-spoke its one
+// spoke), adds both spokes through it, shows them, rotates a credential, and
 // removes one gracefully: OCM's hub components and agents do the work, a
 // stand-in plays the FleetConfig controller. spoke-1 stays joined.
 func (d *Demo) spokeLifecycle(ctx context.Context) error {
@@ -40,17 +52,24 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(d.home, garbage), []byte("hello"), 0o600); err != nil {
 		return err
 	}
+	job, err := d.installRelease(ctx, values)
+	if err != nil {
+		return err
+	}
+	// The seed's path: each change is an upgrade of the release with only
+	// fleetConfig.spokes changed, and values.yaml edited alike.
 	steps := [][]string{
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--dry-run=client"},
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--apply", "--wait"},
-		{"spoke", "add", "spoke-2", "--spoke-kubeconfig", "spoke-2.kubeconfig", "--values", values, "--apply", "--wait"},
-		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--values", values, "--apply", "--wait"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--release", "mural", "--values", values, "--dry-run=client"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--release", "mural", "--values", values, "--wait"},
+		{"spoke", "add", "spoke-2", "--spoke-kubeconfig", "spoke-2.kubeconfig", "--release", "mural", "--values", values, "--wait"},
+		{"spoke", "add", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig", "--release", "mural", "--values", values, "--wait"},
 		{"spoke", "list", "-o", "wide"},
 		{"spoke", "status", "spoke-2"},
 		{"spoke", "set", "spoke-2", "logVerbosity=2"},
 		{"spoke", "rotate-kubeconfig", "spoke-1", "--spoke-kubeconfig", "spoke-1.kubeconfig"},
-		{"spoke", "remove", "spoke-2", "--values", values, "--wait"},
+		{"spoke", "remove", "spoke-2", "--release", "mural", "--values", values, "--wait"},
 		{"spoke", "list"},
+		{"spoke", "values-diff", "--release", "mural"},
 	}
 	for _, args := range steps {
 		if err := d.kubectl(ctx, d.hub.Cluster, args...); err != nil {
@@ -60,6 +79,9 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 			data, _ := os.ReadFile(filepath.Join(d.home, values))
 			fmt.Printf("\n$ cat values.yaml\n%s", data)
 		}
+	}
+	if errs := job.Errors(); len(errs) > 0 {
+		return fmt.Errorf("the release's apply-spokes job: %v", errs)
 	}
 	refused := [][]string{
 		{"spoke", "add", "spoke-3", "--spoke-kubeconfig", garbage},
@@ -73,4 +95,26 @@ func (d *Demo) spokeLifecycle(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// installRelease installs the hub's release, mural, from the demo's values
+// file, as helm install would, and plays the job that applies its Spokes
+// after each install and upgrade until the demo ends.
+func (d *Demo) installRelease(ctx context.Context, values string) (*harness.SpokesJob, error) {
+	fmt.Printf("\n$ KUBECONFIG=hub helm install mural %s -n mural-system -f %s   # the demo installs it with the Helm SDK\n", demoChart, values)
+	data, err := os.ReadFile(filepath.Join(d.home, values))
+	if err != nil {
+		return nil, err
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(data, &vals); err != nil {
+		return nil, err
+	}
+	job := d.hub.StartSpokesJob(ctx, "mural-system", "mural")
+	r, err := d.hub.HelmInstall(ctx, demoChart, "mural-system", "mural", vals)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("release mural: revision %d %s\n", r.Version, r.Info.Status)
+	return job, nil
 }
