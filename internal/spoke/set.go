@@ -164,6 +164,13 @@ func NewCmdSet(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Comman
 			settings, ...) is refused with exit 3: remove the spoke and add it
 			again.
 
+			A change the hub's API server rejects exits 1 with the server's
+			reason, and nothing is changed: a value its schema does not allow
+			(logVerbosity=99), or add-ons the FleetConfig webhook refuses (in
+			addon mode every spoke but hub-as-spoke lists the
+			fleetconfig-controller-agent add-on, so addOns=null is rejected; in
+			unified mode none may list it).
+
 			A Spoke rendered by Helm gets its values back on the next helm
 			upgrade: change them in the values file as well.`),
 		Example: templates.Examples(`

@@ -2,9 +2,11 @@ package spoke
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -76,4 +78,25 @@ func FuzzParseAssignment(f *testing.F) {
 			t.Fatalf("%q read as %q=%q, written as %q, read back as %q=%q (%v)", arg, path, value, again, p2, v2, err)
 		}
 	})
+}
+
+// A change the API server's admission refuses (here upstream's FleetConfig
+// webhook: addon mode needs the agent add-on on every spoke) is not one of
+// set's own checks: it exits 1 with the server's reason, says nothing was
+// changed, and sends the one patch. Before, only e2e ran it, and accepted
+// any exit code but 0.
+func TestSetRefusedByTheWebhookExits1WithItsReason(t *testing.T) {
+	srv := clitest.NewAPIServer(t)
+	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200,
+		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"spoke-1","namespace":"mural-system","resourceVersion":"7"},"spec":{"addOns":[{"configName":"fleetconfig-controller-agent"}]}}`)
+	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)
+	const denied = `admission webhook \"vspoke-v1beta1.kb.io\" denied the request: Spoke.fleetconfig.open-cluster-management.io \"spoke-1\" is invalid: spec.addOns: Invalid value: null: Spoke must enable fleetconfig-controller-agent addon`
+	srv.Respond("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 422,
+		`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422,"message":"`+denied+`"}`)
+	code, out, errOut := runSpoke(srv, "set", "spoke-1", "addOns=null")
+	assert.Check(t, is.Equal(code, exitcode.Failed), errOut)
+	assert.Check(t, is.Equal(errOut, "error: changing Spoke mural-system/spoke-1: "+strings.ReplaceAll(denied, `\"`, `"`)+"; nothing was changed\n"))
+	assert.Check(t, is.Equal(out, ""))
+	assert.Check(t, is.DeepEqual(writes(srv), []string{"PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1?fieldManager=kubectl-spoke"}))
+	assert.Check(t, is.Contains(srv.Body("PATCH /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1"), `"addOns":null`))
 }
