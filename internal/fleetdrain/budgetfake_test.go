@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -25,18 +26,23 @@ var (
 // budgetCluster is a fake API server that counts what a drain does to the
 // disruption budgets; evictions go through its reactor. With enforce it is
 // the API server with its disruption controller: an eviction takes a
-// disruption of every budget covering the pod (the status changes, with a
-// new resourceVersion), and one that a budget cannot spare is refused with
-// 429. Without, the status lags (it never changes) and nothing is refused:
+// disruption of every budget covering the pod and lists the pod in its
+// status.disruptedPods (the status changes, with a new resourceVersion),
+// and one that a budget cannot spare is refused with 429. Without, the
+// status lags (it never counts an eviction) and nothing is refused:
 // each eviction beyond what a budget allowed is counted in overspent. That
 // is what shows drains that stopped sharing one view of the budgets, which
 // the API server's own refusals hide. With restoreOnEmpty, a node's last
 // eviction gives back its pods' disruptions: their replacements become
 // Ready only once the node is empty, as on a pool at capacity whose
-// Machines are replaced after their drain.
+// Machines are replaced after their drain. With recount, the disruption
+// controller rewrites the status of every budget covering a pod as its
+// eviction arrives, before the eviction is counted (a new
+// resourceVersion, nothing else changed), as it does when a covered pod
+// changes.
 type budgetCluster struct {
 	*fake.Clientset
-	enforce, restoreOnEmpty bool
+	enforce, restoreOnEmpty, recount bool
 
 	mu        sync.Mutex
 	rv        int
@@ -92,6 +98,11 @@ func (c *budgetCluster) evict(ns, name string) error {
 		return err
 	}
 	pod := obj.(*corev1.Pod)
+	if c.recount {
+		for _, b := range Covering(c.budgets(), pod) {
+			c.setAllowed(b, b.Status.DisruptionsAllowed)
+		}
+	}
 	covering := Covering(c.budgets(), pod)
 	for _, b := range covering {
 		left := b.Status.DisruptionsAllowed
@@ -115,6 +126,11 @@ func (c *budgetCluster) evict(ns, name string) error {
 		c.spent[key]++
 		c.taken[node][key]++
 		if c.enforce {
+			b = b.DeepCopy()
+			if b.Status.DisruptedPods == nil {
+				b.Status.DisruptedPods = map[string]metav1.Time{}
+			}
+			b.Status.DisruptedPods[name] = metav1.Now()
 			c.setAllowed(b, b.Status.DisruptionsAllowed-1)
 		}
 	}

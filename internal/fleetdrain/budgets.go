@@ -3,10 +3,13 @@ package fleetdrain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -15,16 +18,47 @@ import (
 // BudgetView is the one view of the cluster's PodDisruptionBudgets that all
 // node drains of a run share. Before an eviction a drain reserves one
 // disruption of every budget covering the pod; the reservation lasts until
-// the budget's status changes (the API server counts the eviction then), so
-// concurrent drains never spend the same allowed disruption twice and do not
-// storm the API server with evictions it must refuse.
+// the view sees the API server's count of that eviction in the budget's
+// status (the eviction lists the pod in status.disruptedPods in the same
+// write that takes the disruption), so concurrent drains never spend the
+// same allowed disruption twice and do not storm the API server with
+// evictions it must refuse.
+//
+// Any other change of the status does not end a reservation: the
+// disruption controller rewrites it whenever a covered pod changes (a
+// replacement becoming Ready, an evicted pod gone), often between a
+// reservation and the eviction's arrival. Ending reservations at any
+// change, as before, let a second drain spend the disruption the first was
+// about to use, and the API server refused one of the two.
 type BudgetView struct {
 	informer cache.SharedIndexInformer
 	signal   *signal
+	// now is the clock of uncountedHold.
+	now func() time.Time
 
 	mu sync.Mutex
-	// reserved holds, per budget, the resourceVersion each open reservation saw.
-	reserved map[string][]string
+	// reserved holds, per budget, its open reservations.
+	reserved map[string][]*Reservation
+}
+
+// uncountedHold ends a granted reservation whose count the view never saw:
+// a relist that skipped the version listing the pod, or a pod the API
+// server evicted without taking a disruption (one that was not healthy).
+// Until then the reservation errs on the side of the budget.
+const uncountedHold = 30 * time.Second
+
+// Reservation is one disruption taken of each budget covering a pod.
+type Reservation struct {
+	v        *BudgetView
+	pod      string
+	covering []*policyv1.PodDisruptionBudget
+	// listed is the time each budget's status.disruptedPods gave the pod
+	// when it was reserved (absent: not listed): an entry an earlier
+	// eviction of a pod of that name left (a StatefulSet's) is no count of
+	// this one.
+	listed map[string]metav1.Time
+	// granted is when the API server granted the eviction (zero: not yet).
+	granted time.Time
 }
 
 // NewBudgetView starts watching budgets in every namespace and returns once
@@ -32,8 +66,22 @@ type BudgetView struct {
 func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetView, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Policy().V1().PodDisruptionBudgets().Informer()
-	v := &BudgetView{informer: inf, signal: newSignal(), reserved: map[string][]string{}}
-	if _, err := inf.AddEventHandler(v.signal.handler()); err != nil {
+	v := &BudgetView{informer: inf, signal: newSignal(), now: time.Now, reserved: map[string][]*Reservation{}}
+	// Every version the watch delivers is looked at, so a count that the
+	// disruption controller's next write drops again (the pod gone) is seen.
+	seen := func(obj any) {
+		if b, ok := obj.(*policyv1.PodDisruptionBudget); ok {
+			v.mu.Lock()
+			v.open(b)
+			v.mu.Unlock()
+		}
+		v.signal.fire()
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen,
+		UpdateFunc: func(_, obj any) { seen(obj) },
+		DeleteFunc: func(any) { v.signal.fire() },
+	}); err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())
@@ -56,9 +104,10 @@ func (v *BudgetView) List() []*policyv1.PodDisruptionBudget {
 func (v *BudgetView) Changed() <-chan struct{} { return v.signal.wait() }
 
 // Reserve takes one disruption of every budget covering pod. It returns the
-// budget that has none left instead (nothing is reserved then). release
-// gives the reservation back when the eviction did not happen.
-func (v *BudgetView) Reserve(pod *corev1.Pod) (release func(), blocking *policyv1.PodDisruptionBudget) {
+// budget that has none left instead (nothing is reserved then). The
+// reservation is to be Released when the eviction did not happen, and
+// Granted when it did.
+func (v *BudgetView) Reserve(pod *corev1.Pod) (r *Reservation, blocking *policyv1.PodDisruptionBudget) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	covering := Covering(v.List(), pod)
@@ -67,38 +116,49 @@ func (v *BudgetView) Reserve(pod *corev1.Pod) (release func(), blocking *policyv
 			return nil, b
 		}
 	}
+	r = &Reservation{v: v, pod: pod.Name, covering: covering, listed: map[string]metav1.Time{}}
 	for _, b := range covering {
 		key := namespacedName(b.Namespace, b.Name)
-		v.reserved[key] = append(v.reserved[key], b.ResourceVersion)
-	}
-	return func() {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		for _, b := range covering {
-			key := namespacedName(b.Namespace, b.Name)
-			rvs := v.reserved[key]
-			for i, rv := range rvs {
-				if rv == b.ResourceVersion {
-					v.reserved[key] = append(rvs[:i], rvs[i+1:]...)
-					break
-				}
-			}
+		if t, ok := b.Status.DisruptedPods[pod.Name]; ok {
+			r.listed[key] = t
 		}
-	}, nil
+		v.reserved[key] = append(v.reserved[key], r)
+	}
+	return r, nil
 }
 
-// open counts the reservations of b the API server has not yet reflected in
-// its status, dropping those it has.
+// Release gives the reservation back: the eviction did not happen.
+func (r *Reservation) Release() {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	for _, b := range r.covering {
+		key := namespacedName(b.Namespace, b.Name)
+		r.v.reserved[key] = slices.DeleteFunc(r.v.reserved[key], func(o *Reservation) bool { return o == r })
+	}
+}
+
+// Granted notes that the API server granted the eviction: the reservation
+// lasts until the view sees it counted, or uncountedHold.
+func (r *Reservation) Granted() {
+	r.v.mu.Lock()
+	defer r.v.mu.Unlock()
+	r.granted = r.v.now()
+}
+
+// open counts the reservations of b whose eviction b's status does not
+// count yet, dropping those it counts (and the granted ones held past
+// uncountedHold).
 func (v *BudgetView) open(b *policyv1.PodDisruptionBudget) int {
 	key := namespacedName(b.Namespace, b.Name)
-	var keep []string
-	for _, rv := range v.reserved[key] {
-		if rv == b.ResourceVersion {
-			keep = append(keep, rv)
+	v.reserved[key] = slices.DeleteFunc(v.reserved[key], func(r *Reservation) bool {
+		if t, ok := b.Status.DisruptedPods[r.pod]; ok {
+			if was, listed := r.listed[key]; !listed || !t.Equal(&was) {
+				return true
+			}
 		}
-	}
-	v.reserved[key] = keep
-	return len(keep)
+		return !r.granted.IsZero() && v.now().Sub(r.granted) >= uncountedHold
+	})
+	return len(v.reserved[key])
 }
 
 // signal wakes every waiter at the next event of an informer.

@@ -185,23 +185,24 @@ func (d *NodeDrainer) evict(ctx context.Context, node string, pod *corev1.Pod) (
 	var blockedSince time.Time
 	for {
 		changed := d.Budgets.Changed()
-		release, blocking := d.Budgets.Reserve(pod)
+		reservation, blocking := d.Budgets.Reserve(pod)
 		if blocking == nil {
 			err := d.removePod(*pod)
 			switch {
 			case err == nil:
+				reservation.Granted()
 				d.Progress.unblocked(node, pod)
 				d.Turns.took(node, budgets)
 				return nil
 			case apierrors.IsNotFound(err):
-				release()
+				reservation.Release()
 				d.Turns.took(node, budgets)
 				return nil
 			case apierrors.IsTooManyRequests(err):
-				release()
+				reservation.Release()
 				blocking = firstOr(Covering(d.Budgets.List(), pod), nil)
 			default:
-				release()
+				reservation.Release()
 				return fmt.Errorf("evicting pod %s: %w", namespacedName(pod.Namespace, pod.Name), err)
 			}
 		}
