@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
@@ -30,11 +29,12 @@ type prepareNames struct {
 var defaultPrepareNames = prepareNames{Namespace: "spokekit-system", ServiceAccount: "spokekit-join", Role: "spokekit:spoke-join", Token: "spokekit-join-token"}
 
 // identityReads are what add and rotate-kubeconfig read with a spoke's
-// kubeconfig besides the join: the kube-system namespace's UID, and the
-// id.k8s.io ClusterClaim (when the stored kubeconfig was purged).
+// kubeconfig besides the join: the kube-system namespace's UID. Not the
+// id.k8s.io ClusterClaim: whoever runs a cluster may set it, and the hub
+// shows every spoke's to anyone who may read ManagedClusters, so no proof
+// of a cluster rests on it (see proveSameCluster).
 var identityReads = []authz.Permission{
 	{Verb: "get", Resource: "namespaces", Name: "kube-system"},
-	{Verb: "get", Group: ocm.ClusterClaimResource.Group, Resource: ocm.ClusterClaimResource.Resource, Name: ocm.ClusterIDClaim},
 }
 
 // deepReads are what health --deep lists with a spoke's kubeconfig beyond
