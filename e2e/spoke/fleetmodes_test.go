@@ -4,6 +4,7 @@ package spoke
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,65 @@ func kubectlApply(t *testing.T, u *unstructured.Unstructured, extra ...string) (
 	return r.Stdout + r.Stderr, r.ExitCode
 }
 
+// The add-on rules of upstream's webhook, per mode, as a user meets them:
+// the Spoke `kubectl spoke add` writes lists the agent add-on in addon mode
+// and none in unified mode, and the webhook accepts it; `kubectl spoke
+// set` of add-ons the mode forbids exits 1 with the webhook's reason and
+// changes nothing; hub-as-spoke is no name add takes. Then, with kubectl
+// alone, the webhook's other refusals, so the stand-in is seen to serve
+// them in both modes.
 func TestWebhookAddOnRulesPerMode(t *testing.T) {
+	// What add writes, through the webhook (a server-side dry run is
+	// admitted as the write would be) and then for real.
+	r := spoke(t, "add", "rules", "--spoke-kubeconfig", spoke1.Kubeconfig, "--apply", "--dry-run=server", "-o", "json")
+	assert.Equal(t, r.ExitCode, 0, r)
+	var report struct {
+		Spoke struct {
+			Spec struct {
+				AddOns []map[string]any `json:"addOns"`
+			} `json:"spec"`
+		} `json:"spoke"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &report), r.Stdout)
+	var want []map[string]any
+	if mode == fleet.ModeAddon {
+		want = []map[string]any{{"configName": fleet.AgentAddOn}}
+	}
+	assert.Check(t, is.DeepEqual(report.Spoke.Spec.AddOns, want), "add's Spoke in %s mode", mode)
+	assert.Check(t, spokeObject(t, "rules") == nil, "a dry run creates nothing")
+
+	addAndJoin(t, "rules", spoke1)
+	written := func() []any {
+		addOns, _, _ := unstructured.NestedSlice(spokeObject(t, "rules").Object, "spec", "addOns")
+		return addOns
+	}
+	assert.Check(t, is.DeepEqual(written(), agentAddOns()), "the Spoke add created")
+
+	// set of add-ons the mode forbids: the webhook's refusal, exit 1.
+	refusedSets := map[string]string{}
+	if mode == fleet.ModeAddon {
+		refusedSets["addOns=null"] = fleet.ErrAgentAddOnMissing
+		refusedSets["addOns=[{configName: "+fleet.AgentAddOn+"}, {configName: no-such-addon}]"] = "no matching HubAddOn or AddOnConfig found for AddOn"
+	} else {
+		refusedSets["addOns=[{configName: "+fleet.AgentAddOn+"}]"] = fleet.ErrAgentAddOnForbidden
+		refusedSets["addOns=[{configName: no-such-addon}]"] = "no matching HubAddOn or AddOnConfig found for AddOn"
+	}
+	for arg, reason := range refusedSets {
+		r := spoke(t, "set", "rules", arg)
+		assert.Check(t, is.Equal(r.ExitCode, 1), "%s: %s", arg, r)
+		assert.Check(t, is.Contains(r.Stderr, "error: changing Spoke "+releaseNamespace+"/rules: admission webhook"), "%s: %s", arg, r)
+		assert.Check(t, is.Contains(r.Stderr, reason), "%s: %s", arg, r)
+		assert.Check(t, is.Contains(r.Stderr, "; nothing was changed"), "%s: %s", arg, r)
+		assert.Check(t, is.DeepEqual(written(), agentAddOns()), "%s changed nothing", arg)
+	}
+
+	r = spoke(t, "add", fleetconfig.HubAsSpokeName, "--spoke-kubeconfig", spoke1.Kubeconfig, "--apply")
+	assert.Check(t, is.Equal(r.ExitCode, 3), r)
+	assert.Check(t, is.Contains(r.Stderr, "hub-as-spoke is the name FleetConfig gives the hub's own cluster"), r)
+
+	r = spoke(t, "remove", "rules", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+
 	withAgent := func(spec map[string]any) { spec["addOns"] = []any{map[string]any{"configName": fleet.AgentAddOn}} }
 	noAddOns := func(spec map[string]any) { delete(spec, "addOns") }
 	inCluster := func(spec map[string]any) { spec["kubeconfig"] = map[string]any{"inCluster": true} }
@@ -61,7 +120,6 @@ func TestWebhookAddOnRulesPerMode(t *testing.T) {
 	accepted := []*unstructured.Unstructured{newSpoke("hub-as-spoke", func(spec map[string]any) { inCluster(spec); noAddOns(spec) })}
 	switch mode {
 	case fleet.ModeAddon:
-		// What `spoke add` writes today: no add-on.
 		refused = append(refused, refusal{"no agent add-on", newSpoke("no-agent", noAddOns), fleet.ErrAgentAddOnMissing})
 		accepted = append(accepted, newSpoke("with-agent", withAgent))
 	case fleet.ModeUnified:
@@ -111,18 +169,18 @@ func TestWebhookRefusesImmutableChange(t *testing.T) {
 	assert.Check(t, is.Equal(spec["logVerbosity"], int64(2)), "%v", spec)
 	hubRef, _, _ := unstructured.NestedString(spec, "hubRef", "name")
 	assert.Check(t, is.Equal(hubRef, "hub"))
-	// The add-on rules hold on update too: the webhook's refusal reaches the user.
-	if mode == fleet.ModeAddon {
-		r = spoke(t, "set", "immutable", "addOns=null")
-		assert.Check(t, r.ExitCode != 0, r)
-		assert.Check(t, is.Contains(r.Stderr, fleet.ErrAgentAddOnMissing), r)
-		_, kept, _ := unstructured.NestedSlice(spokeObject(t, "immutable").Object, "spec", "addOns")
-		assert.Check(t, kept, "the add-ons stay")
-	}
-
 	assert.NilError(t, spokes.Delete(ctx(t), "immutable", metav1.DeleteOptions{}))
 	waitSpoke(t, "immutable", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
 	waitManagedClusterGone(t, "immutable")
+}
+
+// waitPurged waits until the hub deleted the kubeconfig Secret of Spoke name.
+func waitPurged(t *testing.T, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return !secretExists(t, name), nil
+	})
+	assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
 }
 
 // purgedSpoke creates a Spoke of cluster c with
@@ -136,50 +194,54 @@ func purgedSpoke(t *testing.T, name string, c *harness.Cluster) {
 	waitSpoke(t, name, "PivotComplete", pivoted)
 	waitAvailable(t, name)
 	if mode == fleet.ModeAddon {
-		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return !secretExists(t, name), nil
-		})
-		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
+		waitPurged(t, name)
 	}
 }
 
-// In addon mode the hub deletes the kubeconfig Secret once the spoke's
-// agent has taken over, and the agent alone unjoins the spoke; in unified
-// mode the option does nothing (the hub needs the Secret every reconcile).
+// A spoke added with --purge-kubeconfig-secret, through the plugin. In
+// addon mode the hub deletes the kubeconfig Secret once the spoke's agent
+// has taken over: status says so, and remove --wait needs no Secret (the
+// agent unjoins the spoke with its own credential). In unified mode the
+// option does nothing (the hub needs the Secret to unjoin), and a Secret
+// deleted anyway leaves the Spoke Running (unified mode does not dial the
+// spoke after the join) but makes remove refuse, naming the add that
+// stores it again; after that add, remove --wait unjoins the spoke.
 func TestPurgeKubeconfigSecretAfterPivot(t *testing.T) {
-	purgedSpoke(t, "purged", spoke2)
+	addAndJoin(t, "purged", spoke2, "--purge-kubeconfig-secret")
+	waitSpoke(t, "purged", "PivotComplete", pivoted)
 	if mode == fleet.ModeAddon {
+		waitPurged(t, "purged")
 		assert.Check(t, standin.AgentRunning("purged"))
+		r := spoke(t, "status", "purged")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Regexp(`credential\s+purged: the agent on the spoke manages it`, r.Stdout), r)
 	} else {
 		// A reconcile after the pivot would have purged it.
 		assert.NilError(t, standin.WaitReconcile(ctx(t), "purged"))
 		assert.Check(t, secretExists(t, "purged"), "unified mode keeps the Secret")
-		// Nor does unified mode read it after the join: a reconcile after
-		// it went leaves the Spoke Running. The removal needs it back.
-		secrets := hub.Kube.CoreV1().Secrets(releaseNamespace)
-		sec, err := secrets.Get(ctx(t), "purged-kubeconfig", metav1.GetOptions{})
-		assert.NilError(t, err)
-		assert.NilError(t, secrets.Delete(ctx(t), sec.Name, metav1.DeleteOptions{}))
+		assert.NilError(t, hub.Kube.CoreV1().Secrets(releaseNamespace).Delete(ctx(t), "purged-kubeconfig", metav1.DeleteOptions{}))
 		assert.NilError(t, standin.WaitReconcile(ctx(t), "purged"))
-		phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")
-		assert.Check(t, phase == "Running", "phase %q without the Secret", phase)
-		sec.ResourceVersion, sec.UID = "", ""
-		_, err = secrets.Create(ctx(t), sec, metav1.CreateOptions{})
-		assert.NilError(t, err)
-	}
-	phase, _, _ := unstructured.NestedString(spokeObject(t, "purged").Object, "status", "phase")
-	assert.Equal(t, phase, "Running")
+		r := spoke(t, "get", "purged")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Regexp(`(?m)^purged\s+Running\s`, r.Stdout), "Running without the Secret: %s", r)
 
-	// Removal works without the Secret: the agent unjoins with its own credential.
-	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace)
-	assert.NilError(t, spokes.Delete(ctx(t), "purged", metav1.DeleteOptions{}))
-	waitSpoke(t, "purged", "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+		r = spoke(t, "remove", "purged", "--wait", "--timeout", "2m")
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "the hub unjoins spoke purged itself, with its stored kubeconfig, and cannot use it"), r)
+		assert.Check(t, is.Contains(r.Stderr, "store one with kubectl spoke add purged --spoke-kubeconfig FILE"), r)
+		assert.Check(t, spokeObject(t, "purged") != nil, "remove changed nothing")
+
+		r = spoke(t, "add", "purged", "--spoke-kubeconfig", spoke2.Kubeconfig)
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, secretExists(t, "purged"), "add stored the Secret again")
+	}
+
+	r := spoke(t, "remove", "purged", "--wait", "--timeout", "2m")
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, spokeObject(t, "purged") == nil)
 	waitManagedClusterGone(t, "purged")
 	_, err := spoke2.Kube.CoreV1().Secrets("open-cluster-management-agent").Get(ctx(t), "hub-kubeconfig-purged", metav1.GetOptions{})
 	assert.Check(t, apierrors.IsNotFound(err), "the klusterlet's hub credential left the spoke: %v", err)
-	if mode == fleet.ModeUnified {
-		assert.NilError(t, hub.Kube.CoreV1().Secrets(releaseNamespace).Delete(ctx(t), "purged-kubeconfig", metav1.DeleteOptions{}))
-	}
 }
 
 // A Spoke deleted before it ever joined goes at once in addon mode: no

@@ -3,13 +3,10 @@
 package spoke
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 )
@@ -27,14 +24,7 @@ func TestPurgedSpokeThroughTheCommands(t *testing.T) {
 	const name = "purged-cmds"
 	addAndJoin(t, name, spoke2, "--purge-kubeconfig-secret")
 	waitSpoke(t, name, "PivotComplete", pivoted)
-	waitPurged := func() {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return !secretExists(t, name), nil
-		})
-		assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
-	}
-	waitPurged()
+	waitPurged(t, name)
 
 	r := spoke(t, "status", name)
 	assert.Equal(t, r.ExitCode, 0, r)
@@ -56,7 +46,7 @@ func TestPurgedSpokeThroughTheCommands(t *testing.T) {
 	if kc := secretKubeconfig(t, name+"-kubeconfig"); kc != nil {
 		assert.Check(t, is.DeepEqual(clientCert(t, kc), clientCert(t, []byte(readFile(t, spoke2.Kubeconfig)))))
 	}
-	waitPurged()
+	waitPurged(t, name)
 
 	r = spoke(t, "force-remove", name, "--yes", "--even-if-reachable", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
