@@ -3,19 +3,25 @@
 package park
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/spokekit/spokekit/e2e/harness"
 )
 
 // park kubeconfig writes the cluster's admin kubeconfig, which kubectl then
 // uses; refusals write nothing; --role makes (and on a re-run reuses) a
 // ServiceAccount bound to view in the workload cluster, whose token may
-// list nodes and may not delete one.
+// list nodes and may not delete one. Two users get two ServiceAccounts, and
+// --revoke ends one user's tokens and leaves the other's working.
 func TestKubeconfigFetchedAndUsed(t *testing.T) {
 	createCluster(t, namespace, "kc", "in-memory", "{class: default-worker, name: md-0, replicas: 1}")
 	waitRunningWorkers(t, namespace, "kc", 1)
@@ -96,12 +102,75 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 
 		r = kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", view, "--role", "view", "--overwrite", "-o", "json")
 		assert.Equal(t, r.ExitCode, 0, r)
-		assert.Check(t, is.Regexp(`"action": "reuse",\s+"kind": "ServiceAccount"`, r.Stdout), r)
+		assert.Check(t, is.Regexp(`"action": "reuse",\s+"detail": "for user [^"]+",\s+"kind": "ServiceAccount"`, r.Stdout), r)
 		assert.Check(t, is.Regexp(`"action": "reuse",\s+"detail": "[^"]*",\s+"kind": "ClusterRoleBinding"`, r.Stdout), r)
 		assert.Check(t, !strings.Contains(r.Stdout, "token:"), r)
 
 		r = kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", filepath.Join(dir, "x"), "--role", "no-such-role")
 		assert.Equal(t, r.ExitCode, 3, r)
 		assert.Check(t, is.Contains(r.Stderr, `no ClusterRole "no-such-role"`), r)
+	})
+
+	t.Run("--role per user, --revoke", func(t *testing.T) {
+		// Two users of the management cluster, both admins there: the
+		// same admin kubeconfig reaches the workload cluster for each.
+		as := func(user string, args ...string) harness.Result {
+			t.Helper()
+			return kubectl(t, append([]string{"park", "kubeconfig", "kc", "-n", namespace, "--role", "view", "--as", user, "--as-group", "system:masters"}, args...)...)
+		}
+		alice, bob := filepath.Join(dir, "alice.kubeconfig"), filepath.Join(dir, "bob.kubeconfig")
+		for file, user := range map[string]string{alice: "alice", bob: "bob@example.com"} {
+			r := as(user, "--output-file", file)
+			assert.Equal(t, r.ExitCode, 0, r)
+		}
+		whoami := func(file string) harness.Result {
+			t.Helper()
+			return workload(t, file, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+		}
+		a, b := whoami(alice), whoami(bob)
+		assert.Check(t, is.Regexp(`^system:serviceaccount:spokekit-system:spokekit-park-view-alice-[0-9a-f]{8}$`, a.Stdout), a)
+		assert.Check(t, is.Regexp(`^system:serviceaccount:spokekit-system:spokekit-park-view-bob-example-com-[0-9a-f]{8}$`, b.Stdout), b)
+		assert.Check(t, a.Stdout != b.Stdout, "two users share %s", a.Stdout)
+
+		r := as("alice", "--revoke", "--dry-run=client")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Regexp(`delete\s+ClusterRoleBinding\s+-\s+spokekit-park-view-alice-`, r.Stdout), r)
+		assert.Check(t, is.Regexp(`delete\s+ServiceAccount\s+spokekit-system\s+spokekit-park-view-alice-`, r.Stdout), r)
+		assert.Check(t, is.Contains(r.Stderr, "nothing was deleted"), r)
+		r = workload(t, alice, "get", "pods", "-A")
+		assert.Equal(t, r.ExitCode, 0, "a dry run revokes nothing: %s", r)
+
+		r = as("alice", "--revoke")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stderr, "revoked"), r)
+		// The binding goes first (forbidden), then the account: the API
+		// server learns of that through its watch of ServiceAccounts, and
+		// then refuses the token itself (401, which kubectl words as "You
+		// must be logged in"). Bob's still works.
+		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			r = workload(t, alice, "get", "pods", "-A")
+			return r.ExitCode != 0 && strings.Contains(r.Stderr, "You must be logged in to the server"), nil
+		})
+		assert.NilError(t, err, "alice's token is not refused after --revoke: %s", r)
+		r = workload(t, bob, "get", "pods", "-A")
+		assert.Equal(t, r.ExitCode, 0, "bob's token works: %s", r)
+		assert.Check(t, is.Equal(whoami(bob).Stdout, b.Stdout))
+
+		r = as("alice", "--revoke", "-o", "json")
+		assert.Equal(t, r.ExitCode, 0, r)
+		assert.Check(t, is.Contains(r.Stderr, `nothing left to revoke: user "alice"`), r)
+		assert.Check(t, !strings.Contains(r.Stdout, `"objects"`), r)
+
+		// An object of bob's name that is not park's any more is refused
+		// and stays.
+		sa := strings.TrimPrefix(b.Stdout, "system:serviceaccount:spokekit-system:")
+		admin := workloadKubeconfig(t, namespace, "kc")
+		r = workload(t, admin, "label", "clusterrolebinding", sa, "app.kubernetes.io/managed-by-")
+		assert.Equal(t, r.ExitCode, 0, r)
+		r = as("bob@example.com", "--revoke")
+		assert.Equal(t, r.ExitCode, 3, r)
+		assert.Check(t, is.Contains(r.Stderr, "is not kubectl-park's"), r)
+		r = workload(t, bob, "get", "pods", "-A")
+		assert.Equal(t, r.ExitCode, 0, "bob's token works: %s", r)
 	})
 }

@@ -38,18 +38,23 @@ const (
 
 // KubeconfigReport is what park kubeconfig did (or, under a dry run, would
 // do): the file it wrote and, with --role, what it made in the workload
-// cluster. It never holds the credential.
+// cluster, or with --revoke what it deleted there. It never holds the
+// credential.
 type KubeconfigReport struct {
 	api.ReportMeta `json:",inline"`
 	DryRun         string `json:"dryRun,omitempty"`
-	OutputFile     string `json:"outputFile"`
+	// Revoke is set by --revoke: Objects are deleted, no file is written.
+	Revoke     bool   `json:"revoke,omitempty"`
+	OutputFile string `json:"outputFile,omitempty"`
 	// Source is where the admin kubeconfig was read: the cluster's
 	// NAME-kubeconfig Secret.
 	Source     string `json:"source"`
 	Server     string `json:"server"`
-	Credential string `json:"credential"`
-	// Role, ServiceAccount and Expires describe a --role credential.
+	Credential string `json:"credential,omitempty"`
+	// Role, User, ServiceAccount and Expires describe a --role credential:
+	// User is the management cluster's user it is for.
 	Role           string           `json:"role,omitempty"`
+	User           string           `json:"user,omitempty"`
 	ServiceAccount string           `json:"serviceAccount,omitempty"`
 	Expires        *metav1.Time     `json:"expires,omitempty"`
 	Objects        []WorkloadObject `json:"objects,omitempty"`
@@ -66,6 +71,9 @@ func KubeconfigTable(r KubeconfigReport) cli.Table {
 	t := cli.Table{Columns: []cli.Column{{Name: "ACTION"}, {Name: "KIND"}, {Name: "NAMESPACE"}, {Name: "NAME"}, {Name: "DETAIL"}}}
 	for _, o := range r.Objects {
 		t.Rows = append(t.Rows, []string{o.Action, o.Kind, orDash(o.Namespace), o.Name, o.Detail})
+	}
+	if r.Revoke {
+		return t
 	}
 	what := "admin credential of the cluster, does not expire"
 	if r.Credential == CredentialToken {
@@ -88,6 +96,7 @@ type KubeconfigOptions struct {
 	Overwrite  bool
 	Role       string
 	Duration   time.Duration
+	Revoke     bool
 	DryRun     cli.DryRun
 
 	durationSet bool
@@ -99,8 +108,8 @@ type KubeconfigOptions struct {
 func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &KubeconfigOptions{IOStreams: streams, Output: cli.NewOutput(), Duration: DefaultTokenDuration, f: f}
 	cmd := &cobra.Command{
-		Use:   "kubeconfig NAME --output-file FILE",
-		Short: "Write a kubeconfig for a Cluster API cluster: its admin one, or a token bound to a role",
+		Use:   "kubeconfig NAME (--output-file FILE | --role ROLE --revoke)",
+		Short: "Write a kubeconfig for a Cluster API cluster: its admin one, or a token bound to a role; or revoke your tokens of a role",
 		Long: cli.LongDesc(`
 			Write the kubeconfig of a Cluster API cluster to a file only you may
 			read (mode 0600). It is never written over an existing file unless
@@ -112,11 +121,20 @@ func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 			reading that Secret takes the opt-in Role for it (see rbac.yaml).
 
 			With --role ROLE the admin kubeconfig is used, in memory only, to
-			make in the workload cluster a ServiceAccount in spokekit-system
-			bound to the ClusterRole ROLE (both labelled as kubectl-park's, and
-			reused when run again), and the file holds a token of that
-			ServiceAccount valid for --duration instead: use your own RBAC for
-			routine work.
+			make in the workload cluster a ServiceAccount of your own in
+			spokekit-system bound to the ClusterRole ROLE, and the file holds a
+			token of that ServiceAccount valid for --duration instead: use your
+			own RBAC for routine work. The ServiceAccount and its
+			ClusterRoleBinding are named after ROLE and your user name on the
+			management cluster (as kubectl auth whoami shows it; a hash keeps
+			the name short and unique), labelled as kubectl-park's and
+			annotated with that user name; a re-run reuses them.
+
+			With --role ROLE --revoke nothing is written: your ServiceAccount
+			and ClusterRoleBinding of ROLE are deleted, and every token of them
+			stops working at once; other users' stay. Objects that are not
+			kubectl-park's, were made for another user, or bind anything else
+			are refused (exit 3). Run again, it says nothing is left (exit 0).
 
 			The kubeconfig read from the Secret is refused (exit 3) if it would
 			run a program or read a local file. -o prints a report of what was
@@ -129,17 +147,24 @@ func NewCmdKubeconfig(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 			kubectl park kubeconfig app -n dynamo-prod --output-file app-view.kubeconfig --role view --duration 8h
 
 			# What --role would make in the cluster, without making it or writing the file
-			kubectl park kubeconfig app -n dynamo-prod --output-file app-view.kubeconfig --role view --dry-run=client`),
+			kubectl park kubeconfig app -n dynamo-prod --output-file app-view.kubeconfig --role view --dry-run=client
+
+			# Revoke your view tokens at once: delete your ServiceAccount and its binding
+			kubectl park kubeconfig app -n dynamo-prod --role view --revoke
+
+			# What --revoke would delete
+			kubectl park kubeconfig app -n dynamo-prod --role view --revoke --dry-run=client`),
 		Args:              cli.ExactArgs(1, "NAME"),
 		ValidArgsFunction: cli.ResourceNames(f, "clusters."+capi.Group),
 		RunE:              cli.RunE(o, o.Complete),
 	}
 	o.Output.AddFlags(cmd)
 	cli.AddDryRunFlag(cmd)
-	cmd.Flags().StringVar(&o.OutputFile, "output-file", "", "The file to write the kubeconfig to (mode 0600). Required.")
+	cmd.Flags().StringVar(&o.OutputFile, "output-file", "", "The file to write the kubeconfig to (mode 0600). Required, but with --revoke.")
 	cmd.Flags().BoolVar(&o.Overwrite, "overwrite", false, "Replace the file if it exists.")
-	cmd.Flags().StringVar(&o.Role, "role", "", "Write a token of a ServiceAccount bound to this ClusterRole of the workload cluster (e.g. view) instead of the admin kubeconfig.")
+	cmd.Flags().StringVar(&o.Role, "role", "", "Write a token of your own ServiceAccount bound to this ClusterRole of the workload cluster (e.g. view) instead of the admin kubeconfig.")
 	cmd.Flags().DurationVar(&o.Duration, "duration", o.Duration, fmt.Sprintf("With --role: how long the token is valid (%s to %s).", MinTokenDuration, MaxTokenDuration))
+	cmd.Flags().BoolVar(&o.Revoke, "revoke", false, "With --role: delete your ServiceAccount and ClusterRoleBinding of the role in the workload cluster, so its tokens stop working, and write no file.")
 	return cmd
 }
 
@@ -167,6 +192,9 @@ func (o *KubeconfigOptions) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
+	if o.Revoke {
+		return o.validateRevoke()
+	}
 	if o.OutputFile == "" {
 		return exitcode.UsageErrorf("--output-file is required: the kubeconfig holds a credential, so it is written to a file only you may read, never to the terminal")
 	}
@@ -174,14 +202,33 @@ func (o *KubeconfigOptions) Validate() error {
 		return exitcode.UsageErrorf("--duration goes with --role: the admin kubeconfig's credential does not expire")
 	}
 	if o.Role != "" {
-		if errs := content.IsPathSegmentName(o.Role); len(errs) > 0 || len(o.Role) > 253 {
-			return exitcode.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", o.Role)
+		if err := validateRole(o.Role); err != nil {
+			return err
 		}
 		if o.Duration < MinTokenDuration || o.Duration > MaxTokenDuration {
 			return exitcode.UsageErrorf("--duration must be between %s and %s, got %s", MinTokenDuration, MaxTokenDuration, o.Duration)
 		}
 	}
 	return cli.CheckCredentialFile(o.OutputFile, o.Overwrite)
+}
+
+// validateRevoke: --revoke names the role whose objects go, and writes no
+// file.
+func (o *KubeconfigOptions) validateRevoke() error {
+	switch {
+	case o.Role == "":
+		return exitcode.UsageErrorf("--revoke goes with --role ROLE: it deletes your ServiceAccount of that role (the admin credential cannot be revoked this way)")
+	case o.OutputFile != "" || o.Overwrite || o.durationSet:
+		return exitcode.UsageErrorf("--revoke writes no kubeconfig: --output-file, --overwrite and --duration do not go with it")
+	}
+	return validateRole(o.Role)
+}
+
+func validateRole(role string) error {
+	if errs := content.IsPathSegmentName(role); len(errs) > 0 || len(role) > 253 {
+		return exitcode.UsageErrorf("%q is not a valid ClusterRole name (at most 253 characters, not . or .., no / or %%)", role)
+	}
+	return nil
 }
 
 // Run reads the cluster's admin kubeconfig, makes the --role credential
@@ -200,6 +247,9 @@ func (o *KubeconfigOptions) kubeconfig(ctx context.Context, p *Platform) error {
 	}
 	report := KubeconfigReport{ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", o.Namespace, o.Name),
 		DryRun: cli.DryRunName(o.DryRun), OutputFile: o.OutputFile, Source: source, Server: admin.Server, Credential: CredentialAdmin}
+	if o.Revoke {
+		return o.revoke(ctx, p, admin, report)
+	}
 	data, err := admin.Bytes()
 	if o.Role != "" {
 		data, err = o.roleKubeconfig(ctx, p, admin, &report)
@@ -218,6 +268,26 @@ func (o *KubeconfigOptions) kubeconfig(ctx context.Context, p *Platform) error {
 	if report.Credential == CredentialAdmin {
 		fmt.Fprintf(o.ErrOut, "Warning: %s holds the admin credential of cluster %s/%s: cluster-admin, long-lived, not rotated; whoever has a copy keeps full access. Treat it like a root password and delete it when done. For routine work use a narrower one: kubectl park kubeconfig %s -n %s --output-file FILE --role view --duration 8h\n",
 			o.OutputFile, o.Namespace, o.Name, o.Name, o.Namespace)
+	}
+	return o.Output.Print(o.Out, report, func() cli.Table { return KubeconfigTable(report) })
+}
+
+// revoke deletes the user's --role objects and says what went.
+func (o *KubeconfigOptions) revoke(ctx context.Context, p *Platform, admin *kubeconfig.Kubeconfig, report KubeconfigReport) error {
+	report.Revoke, report.Credential = true, ""
+	if err := o.revokeRole(ctx, p, admin, &report); err != nil {
+		return err
+	}
+	switch {
+	case len(report.Objects) == 0:
+		o.progress.Done("nothing left to revoke: user %q has no ServiceAccount of ClusterRole %s in cluster %s/%s", report.User, o.Role, o.Namespace, o.Name)
+	case o.DryRun != cli.DryRunNone:
+		o.progress.Done("dry run: nothing was deleted in cluster %s/%s", o.Namespace, o.Name)
+	default:
+		o.progress.Done("revoked: the tokens of ServiceAccount %s no longer work in cluster %s/%s", report.ServiceAccount, o.Namespace, o.Name)
+	}
+	if len(report.Objects) == 0 && o.Output.IsTable() {
+		return nil
 	}
 	return o.Output.Print(o.Out, report, func() cli.Table { return KubeconfigTable(report) })
 }
@@ -244,22 +314,31 @@ func (o *KubeconfigOptions) adminKubeconfig(ctx context.Context, p *Platform) (*
 }
 
 // roleObjectName is the name of the ServiceAccount and ClusterRoleBinding
-// made for a ClusterRole: its name where that is a valid ServiceAccount
-// name, else a readable form of it and a hash of the original, so that two
-// roles never share one.
-func roleObjectName(role string) string {
-	slug := strings.Trim(strings.Map(func(r rune) rune {
+// made for one user and one ClusterRole: a readable form of both, cut to
+// keep the name at most 63 characters, and a hash of the two exact names,
+// since the readable forms alone can agree (role a-b for user c, role a for
+// user b-c; any two names that differ only in characters a name cannot
+// hold). The user annotation turns the rare equal hash into a refusal.
+func roleObjectName(role, user string) string {
+	sum := sha256.Sum256([]byte(role + "\x00" + user))
+	return "spokekit-park-" + nameSlug(role, 20) + "-" + nameSlug(user, 19) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// nameSlug is s in lower-case letters, digits and dashes, at most n long,
+// no dash at either end ("x" when nothing is left).
+func nameSlug(s string, n int) string {
+	slug := strings.Map(func(r rune) rune {
 		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 			return r
 		case r >= 'A' && r <= 'Z':
 			return r - 'A' + 'a'
 		}
 		return '-'
-	}, role), "-")
-	if slug == role && len(slug) <= 48 {
-		return "spokekit-park-" + slug
+	}, s)
+	slug = strings.Trim(slug[:min(len(slug), n)], "-")
+	if slug == "" {
+		return "x"
 	}
-	sum := sha256.Sum256([]byte(role))
-	return "spokekit-park-" + strings.TrimRight(slug[:min(len(slug), 40)], "-") + "-" + hex.EncodeToString(sum[:4])
+	return slug
 }
