@@ -3,13 +3,18 @@
 package spoke
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 )
 
@@ -98,4 +103,57 @@ func TestPrepareRefusesAnUnreadableKubeconfig(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
 	_, err = os.Stat(file)
 	assert.Check(t, os.IsNotExist(err))
+}
+
+// prepare --revoke deletes what prepare made, and the token it wrote is
+// refused afterwards. Without a Spoke to check (or --force) it refuses and
+// changes nothing; a Spoke that is not on the hub uses nothing; a second
+// run finds nothing left.
+func TestPrepareRevoke(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "revoked.kubeconfig")
+	onSpoke := func(args ...string) harness.Result {
+		t.Helper()
+		r, err := spoke2.For(t.TempDir()).Kubectl(ctx(t), append([]string{"spoke", "prepare"}, args...)...)
+		assert.NilError(t, err)
+		return r
+	}
+	// The prepared token, used as the hub would use it.
+	withToken := func() harness.Result {
+		t.Helper()
+		r, err := spoke2.For(t.TempDir()).Kubectl(ctx(t), "--kubeconfig", file, "get", "namespace", "kube-system")
+		assert.NilError(t, err)
+		return r
+	}
+	r := onSpoke("--output-file", file)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Equal(t, withToken().ExitCode, 0)
+
+	r = onSpoke("--revoke")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "no Spoke was checked"), r)
+	assert.Check(t, is.Contains(r.Stderr, "kubectl spoke remove cannot unjoin the cluster"), r)
+	assert.Check(t, is.Contains(r.Stderr, "nothing was deleted"), r)
+	assert.Equal(t, withToken().ExitCode, 0, "refused: the token still works")
+
+	check := []string{"--revoke", "--spoke", "never-added", "--hub-kubeconfig", hub.Kubeconfig}
+	r = onSpoke(append(check, "--dry-run=client")...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Regexp(`secret spokekit-system/spokekit-join-token\s+would be deleted`, r.Stdout), r)
+	assert.Equal(t, withToken().ExitCode, 0, "a dry run: the token still works")
+
+	r = onSpoke(check...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stderr, "spoke never-added is not on the hub"), r)
+	assert.Check(t, is.Regexp(`secret spokekit-system/spokekit-join-token\s+deleted`, r.Stdout), r)
+	assert.Check(t, is.Regexp(`namespace spokekit-system\s+kept`, r.Stdout), r)
+	// The API server learns of the deletion through its watch: wait for it.
+	err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		r = withToken()
+		return r.ExitCode != 0 && strings.Contains(r.Stderr, "You must be logged in to the server"), nil
+	})
+	assert.NilError(t, err, "the token is not refused after --revoke: %s", r)
+
+	r = onSpoke(check...)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "nothing of prepare's left to revoke"), r)
 }

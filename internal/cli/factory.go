@@ -125,3 +125,14 @@ func (f *Factory) MetadataClient() (metadata.Interface, error) {
 	}
 	return c, nil
 }
+
+// ForKubeconfig is a Factory of another cluster: the current context of the
+// kubeconfig file at path, its requests wrapped as this one's are (request
+// rate, the end of the run). A command that reads a second cluster (spoke
+// prepare --revoke reads the hub) names it with a file flag.
+func (f *Factory) ForKubeconfig(path string) *Factory {
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig = &path
+	flags.WrapConfigFn = f.ConfigFlags.WrapConfigFn
+	return newFactory(flags)
+}

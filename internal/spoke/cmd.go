@@ -9,8 +9,9 @@
 //
 //   - the commands, one file each, wire flags to a plan: add, forceremove,
 //     health, joincommand, list (list and get), prepare, remove, rotate,
-//     set, status, valuesdiff; a long plan is in <command>plan.go, and
-//     removal.go holds what remove and force-remove share;
+//     set, status, valuesdiff; a long plan is in <command>plan.go,
+//     removal.go holds what remove and force-remove share, and
+//     preparerevoke.go is prepare --revoke;
 //   - what several commands share, in files named for it: steps.go (the
 //     steps a report lists), selection.go (names, -l, -A), target.go (the
 //     values file or release written), spokekubeconfig.go (the kubeconfig
@@ -42,7 +43,8 @@
 //     precondition (flux.go); a Helm release is upgraded from the revision
 //     read only (helmupgrade.go, through helmrelease);
 //   - prepare writes on the spoke, not the hub: it creates, or updates
-//     under the resourceVersion read.
+//     under the resourceVersion read; --revoke deletes under a UID and
+//     resourceVersion precondition (preparerevoke.go).
 package spoke
 
 import (

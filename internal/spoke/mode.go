@@ -3,7 +3,6 @@ package spoke
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -57,7 +56,7 @@ func agentAddOns(m fleetMode) []string {
 // FleetConfig webhook's rule: in addon mode every Spoke but hub-as-spoke
 // lists the agent add-on; hub-as-spoke and unified-mode Spokes do not.
 func checkAddOns(s *fleetconfig.Spoke, m fleetMode) error {
-	lists := slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
+	lists := listsAgent(s)
 	switch {
 	case m == modeAddon && !s.IsHubAsSpoke() && !lists:
 		return fmt.Errorf("the hub runs FleetConfig in addon mode, where every spoke but hub-as-spoke must list addOns: [{configName: %s}], and spoke %s does not", fleetconfig.AgentAddOn, s.Name)

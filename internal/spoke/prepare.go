@@ -41,6 +41,13 @@ type PrepareOptions struct {
 	Overwrite  bool
 	DryRun     cli.DryRun
 	Output     *cli.Output
+	// Revoke deletes what prepare made instead; Spoke and HubKubeconfig
+	// name the Spoke whose use of the credential is checked first, Force
+	// revokes without that check, or despite it.
+	Revoke        bool
+	Spoke         string
+	HubKubeconfig string
+	Force         bool
 
 	names  prepareNames
 	f      *cli.Factory
@@ -78,8 +85,8 @@ const rbacPropagation = 30 * time.Second
 func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PrepareOptions{Output: cli.NewOutput(), names: defaultPrepareNames, f: f, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "prepare --output-file FILE",
-		Short: "Give a new cluster the identity the hub's join needs, and write its kubeconfig for add",
+		Use:   "prepare (--output-file FILE | --revoke)",
+		Short: "Give a new cluster the identity the hub's join needs, and write its kubeconfig for add; or revoke it",
 		Long: cli.LongDesc(`
 			Prepare a cluster to be registered as a spoke: run it against the new
 			spoke cluster (the kubeconfig flags select it, as with kubectl; an
@@ -117,7 +124,19 @@ func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			app.kubernetes.io/managed-by=kubectl-spoke) are refused (exit 3).
 			Running it again changes nothing, reuses the token, and writes the
 			file again with --overwrite; a ClusterRole of an older version gets
-			this version's rules.`),
+			this version's rules.
+
+			With --revoke it deletes instead, with the same admin kubeconfig,
+			what it made: the token Secret (the token stops working at once),
+			the ClusterRoleBinding, the ServiceAccount and the ClusterRole. The
+			namespace stays (other tools may keep objects there); objects not
+			labelled as kubectl-spoke's are refused (exit 3). Revoke only when
+			the hub no longer uses the kubeconfig: in addon mode once the agent
+			on the spoke took it over (PivotComplete). Name the spoke's Spoke
+			with --spoke NAME --hub-kubeconfig FILE and that is checked first;
+			without them, or when the hub still uses it, --revoke refuses
+			(exit 3) unless --force is given. Run again, it says nothing is
+			left (exit 0).`),
 		Example: templates.Examples(`
 			# Prepare the new cluster with its admin kubeconfig
 			kubectl spoke prepare --kubeconfig spoke-2-admin.kubeconfig --output-file spoke-2.kubeconfig
@@ -126,7 +145,13 @@ func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 			kubectl spoke add spoke-2 --spoke-kubeconfig spoke-2.kubeconfig --values values.yaml
 
 			# See the objects it would make
-			kubectl spoke prepare --kubeconfig spoke-2-admin.kubeconfig --output-file spoke-2.kubeconfig --dry-run=client -o yaml`),
+			kubectl spoke prepare --kubeconfig spoke-2-admin.kubeconfig --output-file spoke-2.kubeconfig --dry-run=client -o yaml
+
+			# Once the agent took spoke-2 over (addon mode), revoke the prepared token
+			kubectl spoke prepare --kubeconfig spoke-2-admin.kubeconfig --revoke --spoke spoke-2 --hub-kubeconfig hub.kubeconfig
+
+			# After kubectl spoke remove spoke-2, when the hub is not at hand
+			kubectl spoke prepare --kubeconfig spoke-2-admin.kubeconfig --revoke --force`),
 		Args:              cli.NoArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              cli.RunE(o, o.Complete),
@@ -134,6 +159,10 @@ func NewCmdPrepare(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	fl := cmd.Flags()
 	fl.StringVar(&o.OutputFile, "output-file", "", "Where to write the kubeconfig of the prepared identity (mode 0600).")
 	fl.BoolVar(&o.Overwrite, "overwrite", false, "Replace --output-file when it exists.")
+	fl.BoolVar(&o.Revoke, "revoke", false, "Delete what prepare made on this cluster (its token stops working) instead of making it.")
+	fl.StringVar(&o.Spoke, "spoke", "", "With --revoke: the Spoke of this cluster on the hub, checked to no longer use the prepared kubeconfig.")
+	fl.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "With --spoke: the kubeconfig file of the hub (its current context).")
+	fl.BoolVar(&o.Force, "force", false, "With --revoke: revoke without checking the Spoke, or although the hub may still use the kubeconfig.")
 	cli.AddDryRunFlag(cmd)
 	o.Output.AddFlags(cmd)
 	return cmd
@@ -160,11 +189,17 @@ func (o *PrepareOptions) Validate() error {
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
-	if o.OutputFile == "" {
-		return exitcode.UsageErrorf("--output-file is required: the kubeconfig of the prepared identity is written there")
-	}
 	if err := cli.ValidateNames(cli.NamespaceName, o.names.Namespace); err != nil {
 		return err
+	}
+	if o.Revoke {
+		return o.validateRevoke()
+	}
+	if o.Spoke != "" || o.HubKubeconfig != "" || o.Force {
+		return exitcode.UsageErrorf("--spoke, --hub-kubeconfig and --force go with --revoke")
+	}
+	if o.OutputFile == "" {
+		return exitcode.UsageErrorf("--output-file is required: the kubeconfig of the prepared identity is written there")
 	}
 	if _, err := os.Lstat(o.OutputFile); err == nil && !o.Overwrite {
 		return exitcode.RefusedErrorf("%s exists; nothing was changed: pass --overwrite to replace it, or name another file", o.OutputFile)
@@ -177,21 +212,46 @@ func (o *PrepareOptions) Validate() error {
 	return nil
 }
 
+// validateRevoke: --revoke writes no file, and a Spoke to check is named
+// with the hub it is on.
+func (o *PrepareOptions) validateRevoke() error {
+	if o.OutputFile != "" || o.Overwrite {
+		return exitcode.UsageErrorf("--revoke writes no kubeconfig: --output-file and --overwrite do not go with it")
+	}
+	if (o.Spoke == "") != (o.HubKubeconfig == "") {
+		return exitcode.UsageErrorf("--spoke NAME and --hub-kubeconfig FILE go together: the Spoke is read on that hub")
+	}
+	if o.Spoke == "" {
+		return nil
+	}
+	if err := cli.ValidateNames(cli.ClusterName, o.Spoke); err != nil {
+		return err
+	}
+	if _, err := os.Stat(o.HubKubeconfig); err != nil {
+		return exitcode.RefusedErrorf("--hub-kubeconfig: %w; nothing was deleted", err)
+	}
+	return nil
+}
+
 // Run reads what exists, plans, writes the objects, waits for the token,
-// checks the kubeconfig as add would, and writes it.
+// checks the kubeconfig as add would, and writes it; with --revoke it
+// deletes them instead.
 func (o *PrepareOptions) Run(ctx context.Context) error {
 	cfg, err := o.f.ToRESTConfig()
 	if err != nil {
 		return exitcode.RefusedErrorf("the spoke's kubeconfig: %w; nothing was changed", err)
 	}
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("building the client: %w", err)
+	}
+	if o.Revoke {
+		return o.revoke(ctx)
+	}
 	cluster, err := clusterOf(cfg)
 	if err != nil {
 		return err
 	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return fmt.Errorf("building the client: %w", err)
-	}
-	facts, err := o.read(ctx)
+	facts, err := o.read(ctx, "nothing was changed")
 	if err != nil {
 		return err
 	}
@@ -199,20 +259,14 @@ func (o *PrepareOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.DryRun != cli.DryRunClient {
-		missing, err := authz.Missing(ctx, o.client.AuthorizationV1(), plan.access())
-		if err != nil {
-			return exitcode.RefusedErrorf("checking permissions: %w; nothing was changed", err)
-		}
-		if len(missing) > 0 {
-			return exitcode.RefusedErrorf("the current user may not %s on this cluster; nothing was changed: run prepare with the new spoke's admin kubeconfig", strings.Join(missing, ", "))
-		}
+	if err := o.checkAccess(ctx, plan.access(), "nothing was changed"); err != nil {
+		return err
 	}
 	p := cli.NewProgress(o.ErrOut)
 	if err := o.apply(ctx, plan, p); err != nil {
 		return err
 	}
-	report := &PrepareReport{ReportMeta: api.NewNamespacedReportMeta("SpokePrepare", o.names.Namespace, o.names.ServiceAccount),
+	report := &PrepareReport{ReportMeta: o.reportMeta("SpokePrepare"),
 		DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun), subjects: plan.subjects()}
 	if o.DryRun != cli.DryRunNone {
 		report.Objects = plan.written()
@@ -241,6 +295,27 @@ func (o *PrepareOptions) Run(ctx context.Context) error {
 	return o.print(report)
 }
 
+// checkAccess refuses, before any write, when the current user may not do
+// each of needs (under --dry-run=client nothing is asked); unchanged ends
+// the refusal.
+func (o *PrepareOptions) checkAccess(ctx context.Context, needs []authz.Permission, unchanged string) error {
+	if o.DryRun == cli.DryRunClient || len(needs) == 0 {
+		return nil
+	}
+	missing, err := authz.Missing(ctx, o.client.AuthorizationV1(), needs)
+	if err != nil {
+		return exitcode.RefusedErrorf("checking permissions: %w; %s", err, unchanged)
+	}
+	if len(missing) > 0 {
+		return exitcode.RefusedErrorf("the current user may not %s on this cluster; %s: run prepare with the spoke's admin kubeconfig", strings.Join(missing, ", "), unchanged)
+	}
+	return nil
+}
+
+func (o *PrepareOptions) reportMeta(kind string) api.ReportMeta {
+	return api.NewNamespacedReportMeta(kind, o.names.Namespace, o.names.ServiceAccount)
+}
+
 func (o *PrepareOptions) print(r *PrepareReport) error {
 	if err := o.Output.Print(o.Out, r, func() cli.Table { return stepsTable(r.Steps) }); err != nil {
 		return err
@@ -252,11 +327,15 @@ func (o *PrepareOptions) print(r *PrepareReport) error {
 }
 
 // read gets the objects of prepare's names. One that cannot be read means
-// prepare cannot tell what it would overwrite: it refuses.
-func (o *PrepareOptions) read(ctx context.Context) (*prepareFacts, error) {
+// prepare cannot tell what it would overwrite or delete: it refuses, its
+// message ending with unchanged.
+func (o *PrepareOptions) read(ctx context.Context, unchanged string) (*prepareFacts, error) {
 	n, c := o.names, o.client
 	f := &prepareFacts{}
 	var err error
+	cannotRead := func(what string, err error) error {
+		return exitcode.RefusedErrorf("cannot read %s: %w; %s", what, err, unchanged)
+	}
 	if f.Namespace, err = found(c.CoreV1().Namespaces().Get(ctx, n.Namespace, metav1.GetOptions{})); err != nil {
 		return nil, cannotRead("namespace "+n.Namespace, err)
 	}
@@ -283,10 +362,6 @@ func found[T any](obj *T, err error) (*T, error) {
 		return nil, nil
 	}
 	return obj, err
-}
-
-func cannotRead(what string, err error) error {
-	return exitcode.RefusedErrorf("cannot read %s: %w; nothing was changed", what, err)
 }
 
 // access is what writing the plan needs of the current user.

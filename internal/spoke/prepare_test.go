@@ -67,11 +67,7 @@ func TestPlanPrepare(t *testing.T) {
 func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 	foreign := func(f prepareFacts, edit func(*prepareFacts)) prepareFacts { edit(&f); return f }
 	deleting := metav1.Now()
-	cases := []struct {
-		name  string
-		facts prepareFacts
-		want  string
-	}{
+	cases := []refusal{
 		{"someone's ServiceAccount", foreign(made(t), func(f *prepareFacts) { f.ServiceAccount = &corev1.ServiceAccount{} }),
 			"serviceaccount spokekit-system/spokekit-join exists and was not made by kubectl spoke prepare"},
 		{"someone's ClusterRole", foreign(made(t), func(f *prepareFacts) { f.Role = &rbacv1.ClusterRole{} }),
@@ -95,11 +91,28 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 		{"a namespace being deleted", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system", DeletionTimestamp: &deleting}}},
 			"namespace spokekit-system is being deleted"},
 	}
+	assertRefused(t, cases, "nothing was changed", func(f prepareFacts) error {
+		_, err := planPrepare(defaultPrepareNames, f)
+		return err
+	})
+}
+
+// refusal is a state of the spoke a plan refuses, and what it says.
+type refusal struct {
+	name  string
+	facts prepareFacts
+	want  string
+}
+
+// assertRefused checks that plan refuses each case (exit 3), saying what
+// and that unchanged.
+func assertRefused(t *testing.T, cases []refusal, unchanged string, plan func(prepareFacts) error) {
+	t.Helper()
 	for _, tc := range cases {
-		_, err := planPrepare(defaultPrepareNames, tc.facts)
+		err := plan(tc.facts)
 		assert.Check(t, exitcode.IsRefused(err), "%s: %v", tc.name, err)
 		assert.Check(t, is.ErrorContains(err, tc.want), tc.name)
-		assert.Check(t, is.ErrorContains(err, "nothing was changed"), tc.name)
+		assert.Check(t, is.ErrorContains(err, unchanged), tc.name)
 	}
 }
 

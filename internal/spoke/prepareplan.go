@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -183,15 +184,23 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 // refuseForeign refuses an object of prepare's names that spokekit did not
 // make.
 func refuseForeign(what string, m metav1.ObjectMeta) error {
-	for k, v := range ManagedByLabel {
-		if m.Labels[k] != v {
-			return exitcode.RefusedErrorf("%s exists and was not made by kubectl spoke prepare (no label %s=%s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, k, v)
-		}
+	if !madeBySpokekit(m) {
+		return exitcode.RefusedErrorf("%s exists and was not made by kubectl spoke prepare (no label %s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, labels.Set(ManagedByLabel))
 	}
 	if m.DeletionTimestamp != nil {
 		return exitcode.RefusedErrorf("%s is being deleted; nothing was changed: run this again once it is gone", what)
 	}
 	return nil
+}
+
+// madeBySpokekit tells an object that carries ManagedByLabel.
+func madeBySpokekit(m metav1.ObjectMeta) bool {
+	for k, v := range ManagedByLabel {
+		if m.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // rulesFor is the smallest ClusterRole that allows each of needs: one rule

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -25,9 +23,7 @@ func hubUnjoins(s *fleetconfig.Spoke) bool {
 	if !slices.Contains(s.Finalizers, fleetconfig.FinalizerSpokeCleanup) {
 		return false
 	}
-	agent := slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
-	pivot := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
-	return s.IsHubAsSpoke() || !agent || pivot == nil || pivot.Status != metav1.ConditionTrue
+	return s.IsHubAsSpoke() || !listsAgent(s) || !pivoted(s)
 }
 
 // refuseUnusableCredential refuses, before anything changes, the removal of

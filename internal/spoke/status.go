@@ -386,13 +386,23 @@ func missingSecret(s *fleetconfig.Spoke) *CredentialReport {
 	// Only the agent's takeover in addon mode purges the secret: a Spoke
 	// without the agent add-on (unified mode) keeps it, as the hub dials
 	// the spoke with it on every reconcile.
-	pivot := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
-	agent := slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
-	if s.Spec.CleanupConfig.PurgeKubeconfigSecret && agent && pivot != nil && pivot.Status == metav1.ConditionTrue {
+	if s.Spec.CleanupConfig.PurgeKubeconfigSecret && listsAgent(s) && pivoted(s) {
 		return &CredentialReport{Purged: true}
 	}
 	return &CredentialReport{Problem: fmt.Sprintf("the kubeconfig secret %s does not exist, and the agent has not taken the spoke over (PivotComplete not True) or purgeKubeconfigSecret is off: the hub cannot join or unjoin the cluster itself; store one with kubectl spoke add %s --spoke-kubeconfig FILE",
 		s.Spec.Kubeconfig.SecretReference.Name, s.Name)}
+}
+
+// listsAgent tells a Spoke that runs the FleetConfig agent add-on (addon
+// mode; hub-as-spoke never does).
+func listsAgent(s *fleetconfig.Spoke) bool {
+	return slices.ContainsFunc(s.Spec.AddOns, func(a fleetconfig.AddOn) bool { return a.ConfigName == fleetconfig.AgentAddOn })
+}
+
+// pivoted tells a Spoke whose agent has taken it over (PivotComplete True).
+func pivoted(s *fleetconfig.Spoke) bool {
+	c := findCondition(s.Status.Conditions, fleetconfig.SpokeConditionPivotComplete)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // Subjects is the spoke's Spoke (its ManagedCluster when joined out of band), for -o name.
