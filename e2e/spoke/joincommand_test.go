@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
@@ -189,4 +191,53 @@ func TestJoinCommandWaitTimesOut(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "timed out after 2s waiting for ManagedCluster edge-never"), r)
 	assert.Check(t, is.Contains(r.Stderr, "clusteradm accept --clusters edge-never"), r)
 	assert.Check(t, is.Regexp(`^clusteradm join --hub-token REDACTED --hub-apiserver https://127\.0\.0\.1:\d+ --cluster-name edge-never\n$`, r.Stdout), r)
+}
+
+// --accept run by a user who may not approve certificate requests, on a hub
+// whose registration controller does not approve joins by itself (no
+// ManagedClusterAutoApproval, as the harness starts it): the command waits
+// for the hub's approval of the agent's request, approves nothing, and when
+// --timeout ends exits 4 naming what it waited for and how to configure the
+// hub. The cluster is not accepted.
+func TestJoinCommandAcceptWaitsForTheHub(t *testing.T) {
+	const name = "edge-unapproved"
+	csrs := hub.Kube.CertificatesV1().CertificateSigningRequests()
+	byCluster := metav1.ListOptions{LabelSelector: "open-cluster-management.io/cluster-name=" + name}
+	t.Cleanup(func() {
+		unjoinByHand(t, name)
+		assert.Check(t, csrs.DeleteCollection(context.Background(), metav1.DeleteOptions{}, byCluster))
+	})
+	roles, err := harness.PluginRBAC("spoke")
+	assert.NilError(t, err)
+	assert.NilError(t, hub.ApplyYAML(ctx(t), roles+"\n---\n"+joinerBindings+"\n---\n"+optInBindings))
+	as, err := hub.ServiceAccountCommand(ctx(t), t.TempDir(), "spokekit-ops", "joiner")
+	assert.NilError(t, err)
+	assert.NilError(t, as.WaitCanI(ctx(t), true, "create", "serviceaccounts/agent-registration-bootstrap", "--subresource", "token", "-n", harness.BootstrapSANamespace))
+	assert.NilError(t, as.WaitCanI(ctx(t), false, "update", "certificatesigningrequests/approval"))
+
+	// Long enough for the agent to start and ask; the wait for the hub's
+	// approval is seen in the progress before the time is up.
+	s, v := startJoinCommand(t, as, name, "--timeout", "60s")
+	kubeconfig, err := os.ReadFile(spoke2.Kubeconfig)
+	assert.NilError(t, err)
+	assert.NilError(t, hub.StartJoinedAgent(ctx(t), name, kubeconfig, v))
+	assert.NilError(t, s.WaitStderr(ctx(t), "1 the agent's, waiting for the hub's registration controller to approve it"))
+	r, err := s.Wait(ctx(t))
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 4, r)
+	// The wait shows what --timeout left of its time after the first one.
+	assert.Check(t, is.Regexp(`timed out after \S+ waiting for a certificate signing request of `+name+`; last state: 1 request\(s\), 1 the agent's, waiting for the hub's registration controller to approve it`, r.Stderr), r)
+	assert.Check(t, is.Contains(r.Stderr, "the hub's registration controller approves the agent's: it does only with its feature gate ManagedClusterAutoApproval on"), r)
+	assert.Check(t, !regexp.MustCompile(`certificatesigningrequest/\S+ approved`).MatchString(r.Stderr), r)
+
+	l, err := csrs.List(ctx(t), byCluster)
+	assert.NilError(t, err)
+	assert.Check(t, len(l.Items) > 0, "the agent asked")
+	for _, c := range l.Items {
+		assert.Check(t, is.Len(c.Status.Conditions, 0), "certificatesigningrequest/%s: %v", c.Name, c.Status.Conditions)
+	}
+	mc := managedCluster(t, name)
+	assert.Assert(t, mc != nil)
+	accepts, _, _ := unstructured.NestedBool(mc.Object, "spec", "hubAcceptsClient")
+	assert.Check(t, !accepts, "not accepted")
 }
