@@ -158,6 +158,24 @@ func TestPlanAdd(t *testing.T) {
 	golden.Assert(t, out.String(), "add-plans.golden")
 }
 
+// After the last spoke's removal (spokes: []), add writes the first entry
+// again from what it knows: the Hub found and --oci-registry.
+func TestPlanAddIntoAnEmptyList(t *testing.T) {
+	o := &AddOptions{Cleanup: fleetconfig.ChartCleanupDefaults, ociRegistry: map[string]any{"endpoint": "oci://registry.example.com"}}
+	o.Name = "spoke-2"
+	f := addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
+		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: []\n")}}
+	p, err := planAdd(o, f)
+	assert.NilError(t, err)
+	names, err := values.Names(p.Edited, values.HelmValues)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, names, []string{"spoke-2"})
+	entry, err := values.EntryValues(p.Edited, values.HelmValues, "spoke-2")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, entry["hubRef"], map[string]any{"name": planHub().Name, "namespace": ""})
+	assert.DeepEqual(t, entry["ociRegistry"], map[string]any{"endpoint": "oci://registry.example.com"})
+}
+
 func TestPlanAddRefusals(t *testing.T) {
 	base := addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
 		Secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("old")}}}
@@ -175,6 +193,11 @@ func TestPlanAddRefusals(t *testing.T) {
 			f.File = &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte(planValues)}
 			return f
 		}, `v.yaml: --copy-from "nope": no such entry`},
+		"empty list, no --oci-registry": {AddOptions{}, func(f addFacts) addFacts {
+			f.Secret = nil
+			f.File = &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: []\n")}
+			return f
+		}, "give it with --oci-registry"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.opts.Name = "spoke-2"

@@ -127,9 +127,8 @@ func Add(src []byte, kind Kind, e Entry) (out []byte, changed bool, err error) {
 	if slices.Contains(l.names(), e.Name) {
 		return src, false, nil
 	}
-	if len(l.seq.Content) == 0 {
-		return nil, false, fmt.Errorf("%s is empty: there is no entry to copy the shared settings (ociRegistry, hubRef, ...) from", kind.ListPath())
-	}
+	// An empty list (the last spoke removed) has no entry to copy: the new
+	// one is made from e alone, and needs its ociRegistry given.
 	base, hubAsSpoke, err := l.template(e.CopyFrom, kind)
 	if err != nil {
 		return nil, false, err
@@ -138,16 +137,15 @@ func Add(src []byte, kind Kind, e Entry) (out []byte, changed bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	text, err := l.render(entry)
+	var lines []string
+	if len(l.seq.Content) == 0 {
+		lines, err = l.intoEmpty(entry)
+	} else {
+		lines, err = l.append(entry)
+	}
 	if err != nil {
 		return nil, false, err
 	}
-	head := slices.Clone(l.lines[:l.endLine])
-	if n := len(head); n > 0 && !strings.HasSuffix(head[n-1], "\n") {
-		// The last entry ends the file without a line end.
-		head[n-1] += l.eol
-	}
-	lines := slices.Concat(head, text, l.lines[l.endLine:])
 	out = []byte(strings.Join(lines, ""))
 	if err := verify(src, out, kind, e.Name, ""); err != nil {
 		return nil, false, err
@@ -567,7 +565,49 @@ func plain(n *yaml.Node, budget *int) (*yaml.Node, error) {
 
 // render writes an entry as lines of the list: "- " at the list's column,
 // the rest indented under it.
-func (l *list) render(entry *yaml.Node) ([]string, error) {
+// append is the file's lines with entry after the list's last one.
+func (l *list) append(entry *yaml.Node) ([]string, error) {
+	text, err := l.render(entry, l.seq.Column)
+	if err != nil {
+		return nil, err
+	}
+	head := slices.Clone(l.lines[:l.endLine])
+	if n := len(head); n > 0 && !strings.HasSuffix(head[n-1], "\n") {
+		// The last entry ends the file without a line end.
+		head[n-1] += l.eol
+	}
+	return slices.Concat(head, text, l.lines[l.endLine:]), nil
+}
+
+// intoEmpty is the file's lines with the empty list ("spokes: []", as
+// Remove leaves it) turned into a block list of entry, indented under its
+// key; a comment after the brackets stays on the key's line.
+func (l *list) intoEmpty(entry *yaml.Node) ([]string, error) {
+	i := l.key.Line - 1
+	if i >= len(l.lines) || l.seq.Style&yaml.FlowStyle == 0 {
+		return nil, fmt.Errorf("cannot find the empty list of the %s key; nothing was written: edit the file by hand", l.key.Value)
+	}
+	line := l.lines[i]
+	from := min(l.key.Column-1, len(line))
+	at := strings.Index(line[from:], "[]")
+	if at < 0 {
+		return nil, fmt.Errorf("cannot find %s: [] at line %d; nothing was written: write the list as a block by hand", l.key.Value, l.key.Line)
+	}
+	at += from
+	rest := line[at+2:]
+	keyLine := strings.TrimRight(line[:at], " \t") + rest
+	if strings.TrimSpace(rest) == "" {
+		keyLine = strings.TrimRight(line[:at], " \t") + l.eol
+	}
+	text, err := l.render(entry, l.key.Column+2)
+	if err != nil {
+		return nil, err
+	}
+	head := slices.Clone(l.lines[:i])
+	return slices.Concat(head, []string{keyLine}, text, l.lines[i+1:]), nil
+}
+
+func (l *list) render(entry *yaml.Node, column int) ([]string, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -575,7 +615,7 @@ func (l *list) render(entry *yaml.Node) ([]string, error) {
 		return nil, fmt.Errorf("rendering the new entry: %w", err)
 	}
 	_ = enc.Close()
-	pad := strings.Repeat(" ", l.seq.Column-1)
+	pad := strings.Repeat(" ", column-1)
 	var out []string
 	for i, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
 		prefix := pad + "  "

@@ -113,6 +113,49 @@ func TestRemoveLastEntry(t *testing.T) {
 	}
 }
 
+// The list Remove empties ("spokes: []") takes a first entry again, made
+// from the Entry alone: removing it gives back the file as it was.
+func TestAddIntoEmptyList(t *testing.T) {
+	e := Entry{Name: "new", SecretName: "new-kubeconfig", HubName: "hub", OCIRegistry: map[string]any{"endpoint": "oci://r"}}
+	entry := "- name: new\n" +
+		"  kubeconfig:\n    context: \"\"\n    inCluster: false\n    secretReference:\n      name: new-kubeconfig\n      kubeconfigKey: kubeconfig\n" +
+		"  klusterlet:\n    mode: Default\n    forceInternalEndpointLookup: false\n" +
+		"  cleanupConfig:\n    purgeKlusterletOperator: false\n    purgeKubeconfigSecret: false\n    purgeAgentNamespace: false\n    forceClusterDrain: false\n" +
+		"  ociRegistry:\n    endpoint: oci://r\n" +
+		"  hubRef:\n    name: hub\n    namespace: \"\"\n"
+	indent := func(pad, text, eol string) string {
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		return pad + strings.Join(lines, eol+pad) + eol
+	}
+	for name, tc := range map[string]struct {
+		src, want string
+		kind      Kind
+	}{
+		"values":     {"fleetConfig:\n  spokes: []\n  hub: {}\n", "fleetConfig:\n  spokes:\n" + indent("    ", entry, "\n") + "  hub: {}\n", HelmValues},
+		"comment":    {"fleetConfig:\n  spokes: [] # list\n", "fleetConfig:\n  spokes: # list\n" + indent("    ", entry, "\n"), HelmValues},
+		"release":    {"kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes: []\n", "kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes:\n" + indent("        ", entry, "\n"), HelmRelease},
+		"end no eol": {"fleetConfig:\r\n  spokes: []", "fleetConfig:\r\n  spokes:\r\n" + indent("    ", entry, "\r\n"), HelmValues},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, changed, err := Add([]byte(tc.src), tc.kind, e)
+			assert.NilError(t, err)
+			assert.Check(t, changed)
+			assert.Equal(t, string(out), tc.want)
+			names, err := Names(out, tc.kind)
+			assert.NilError(t, err)
+			assert.DeepEqual(t, names, []string{"new"})
+			back, _, err := Remove(out, tc.kind, "new")
+			assert.NilError(t, err)
+			assert.Equal(t, strings.TrimRight(string(back), "\r\n"), strings.TrimRight(tc.src, "\r\n"))
+		})
+	}
+	_, _, err := Add([]byte("fleetConfig:\n  spokes: [ ]\n"), HelmValues, e)
+	assert.ErrorContains(t, err, "write the list as a block by hand")
+	e.OCIRegistry = nil
+	_, _, err = Add([]byte("fleetConfig:\n  spokes: []\n"), HelmValues, e)
+	assert.ErrorIs(t, err, ErrNoOCIRegistry)
+}
+
 func TestAddKeepsTheDominantLineEnding(t *testing.T) {
 	src := "fleetConfig:\n  spokes:\n  - name: a\r\n    x: 1\n"
 	out, _, err := Add([]byte(src), HelmValues, Entry{Name: "b", SecretName: "b-kubeconfig", OCIRegistry: map[string]any{"endpoint": "oci://r"}})
@@ -139,16 +182,16 @@ func TestRefusals(t *testing.T) {
 		kind    Kind
 		wantErr string
 	}{
-		"not yaml":        {"fleetConfig: [\n", HelmValues, "not valid YAML"},
-		"no list":         {"fleetConfig:\n  hub: {}\n", HelmValues, "no fleetConfig.spokes"},
-		"not a list":      {"fleetConfig:\n  spokes: yes\n", HelmValues, "fleetConfig.spokes is not a list"},
-		"flow style":      {"fleetConfig:\n  spokes: [{name: a}]\n", HelmValues, "flow style"},
-		"empty":           {"fleetConfig:\n  spokes: []\n", HelmValues, "fleetConfig.spokes is empty"},
-		"entry not a map": {"fleetConfig:\n  spokes:\n  - a\n", HelmValues, "not a block mapping with a name"},
-		"duplicate names": {"fleetConfig:\n  spokes:\n  - name: a\n  - name: a\n", HelmValues, `two entries named "a"`},
-		"no helmrelease":  {"kind: ConfigMap\n", HelmRelease, "no HelmRelease"},
-		"two documents":   {"a: 1\n---\nfleetConfig:\n  spokes:\n  - name: a\n", HelmValues, "several"},
-		"anchored entry":  {"fleetConfig:\n  spokes:\n  - &x\n    name: a\n", HelmValues, "anchored"},
+		"not yaml":           {"fleetConfig: [\n", HelmValues, "not valid YAML"},
+		"no list":            {"fleetConfig:\n  hub: {}\n", HelmValues, "no fleetConfig.spokes"},
+		"not a list":         {"fleetConfig:\n  spokes: yes\n", HelmValues, "fleetConfig.spokes is not a list"},
+		"flow style":         {"fleetConfig:\n  spokes: [{name: a}]\n", HelmValues, "flow style"},
+		"empty, no registry": {"fleetConfig:\n  spokes: []\n", HelmValues, "no ociRegistry"},
+		"entry not a map":    {"fleetConfig:\n  spokes:\n  - a\n", HelmValues, "not a block mapping with a name"},
+		"duplicate names":    {"fleetConfig:\n  spokes:\n  - name: a\n  - name: a\n", HelmValues, `two entries named "a"`},
+		"no helmrelease":     {"kind: ConfigMap\n", HelmRelease, "no HelmRelease"},
+		"two documents":      {"a: 1\n---\nfleetConfig:\n  spokes:\n  - name: a\n", HelmValues, "several"},
+		"anchored entry":     {"fleetConfig:\n  spokes:\n  - &x\n    name: a\n", HelmValues, "anchored"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -207,7 +250,8 @@ func FuzzEdit(f *testing.F) {
 		}
 		out, changed, err := Add(src, kind, Entry{Name: "fuzz-new", SecretName: "fuzz-new-kubeconfig", OCIRegistry: map[string]any{"endpoint": "oci://r"}})
 		if err == nil && changed {
-			if !onlyInserted(src, out) {
+			// Into an empty list, the key's "[]" goes too.
+			if len(before) > 0 && !onlyInserted(src, out) {
 				t.Fatalf("add changed bytes outside the new entry:\n%q\n%q", src, out)
 			}
 			assertEntries(t, src, out, kind, append(slices.Clone(before), "fuzz-new"), "fuzz-new")
