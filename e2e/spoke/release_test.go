@@ -182,6 +182,19 @@ func TestReleaseAddAndRemove(t *testing.T) {
 	r = spoke(t, "remove", "rel-base", "--release", "mural", "--wait", "--timeout", "2m")
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, spokeObject(t, "rel-base") == nil)
+
+	// The release's spokes list is empty now: add makes its first entry
+	// again from the Hub and --oci-registry (a dry run, nothing written).
+	r = spoke(t, "add", "rel-again", "--spoke-kubeconfig", spoke1.Kubeconfig, "--release", "mural", "--dry-run=client")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "--oci-registry"), r)
+	r = spoke(t, "add", "rel-again", "--spoke-kubeconfig", spoke1.Kubeconfig, "--release", "mural", "--dry-run=client",
+		"--oci-registry", `{endpoint: "oci://registry.example.com/mural"}`)
+	assert.Equal(t, r.ExitCode, 0, r)
+	assert.Check(t, is.Contains(r.Stdout, "name: rel-again"), r)
+	last, err := hub.HelmRevision(releaseNamespace, "mural", 0)
+	assert.NilError(t, err)
+	assert.Equal(t, last.Version, n+3, "the dry run made no revision")
 }
 
 // TestReleaseRotateAndForceRemove is rotate-kubeconfig --secret and
