@@ -113,8 +113,10 @@ test-unit: ## Unit tests with the race detector (no cluster needed): all, or PKG
 docs: ## Regenerate the command reference in docs/reference from the commands' own help
 	go run ./hack/docs docs/reference
 
-fmt: ## Format every Go file (gofmt -s), as lint expects
+fmt: ## Format every Go file as lint expects: gofmt -s, then gofumpt and gci (.golangci.yml's formatters)
 	gofmt -s -w $$(git ls-files '*.go')
+	hack/tools/build.sh $(TOOLS_BIN) golangci-lint
+	$(TOOLS_BIN)/golangci-lint fmt ./...
 
 verify-tidy: ## Fail when `go mod tidy` would change go.mod or go.sum
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }

@@ -199,12 +199,14 @@ func watchAppsDown(b *testing.B, c *harness.Cluster, ns string) (stop func() int
 			}
 		}
 	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { check() },
 			UpdateFunc: func(any, any) { check() },
 			DeleteFunc: func(any) { check() },
-		}})
+		},
+	})
 	go ctrl.RunWithContext(wctx)
 	if !cache.WaitForCacheSync(wctx.Done(), ctrl.HasSynced) {
 		b.Fatalf("the watch of the pods of %s did not sync", ns)

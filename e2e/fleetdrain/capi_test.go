@@ -178,7 +178,8 @@ func watchEvictions(t *testing.T, c *harness.Cluster, ns, node string) *eviction
 			l.gone[p.Name] = l.seq
 		}
 	}
-	_, podCtrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: pods, ObjectType: &corev1.Pod{},
+	_, podCtrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: pods, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(_, o any) { mark(o, false) },
 			DeleteFunc: func(o any) {
@@ -187,14 +188,17 @@ func watchEvictions(t *testing.T, c *harness.Cluster, ns, node string) *eviction
 				}
 				mark(o, true)
 			},
-		}})
+		},
+	})
 	nodes := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "nodes", "", fields.OneTermEqualSelector("metadata.name", node))
-	_, nodeCtrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: nodes, ObjectType: &corev1.Node{},
+	_, nodeCtrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: nodes, ObjectType: &corev1.Node{},
 		Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
 			l.mu.Lock()
 			l.nodeGone = true
 			l.mu.Unlock()
-		}}})
+		}},
+	})
 	go podCtrl.RunWithContext(wctx)
 	go nodeCtrl.RunWithContext(wctx)
 	assert.Check(t, cache.WaitForCacheSync(wctx.Done(), podCtrl.HasSynced, nodeCtrl.HasSynced))

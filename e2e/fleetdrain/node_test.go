@@ -237,12 +237,14 @@ func watchMinReady(t *testing.T, c *harness.Cluster, ns, selector string) *minRe
 		defer m.mu.Unlock()
 		m.min = min(m.min, total(readyPods(store.List())))
 	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { observe() },
 			UpdateFunc: func(any, any) { observe() },
 			DeleteFunc: func(any) { observe() },
-		}})
+		},
+	})
 	go ctrl.RunWithContext(ctx(t, 10*time.Minute))
 	assert.Check(t, cache.WaitForCacheSync(ctx(t, time.Minute).Done(), ctrl.HasSynced))
 	return m

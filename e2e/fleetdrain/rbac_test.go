@@ -69,8 +69,10 @@ func writable(t *testing.T, c *harness.Cluster, resource schema.GroupVersionReso
 	t.Helper()
 	u, err := c.Dynamic.Resource(resource).Get(ctx(t, time.Minute), name, metav1.GetOptions{})
 	assert.NilError(t, err)
-	return map[string]any{"spec": u.Object["spec"], "labels": u.GetLabels(), "annotations": u.GetAnnotations(),
-		"ownerReferences": u.GetOwnerReferences(), "finalizers": u.GetFinalizers()}
+	return map[string]any{
+		"spec": u.Object["spec"], "labels": u.GetLabels(), "annotations": u.GetAnnotations(),
+		"ownerReferences": u.GetOwnerReferences(), "finalizers": u.GetFinalizers(),
+	}
 }
 
 // TestLeastPrivilegeNode drains and uncordons as a ServiceAccount bound to

@@ -86,8 +86,10 @@ func TestGlobalFlagsReachTheRightCluster(t *testing.T) {
 		assert.Equal(t, serverURL(t, none, "--kubeconfig", spoke.Kubeconfig), spoke.Config.Host)
 	})
 
-	merged := harness.Command{Tools: env.Tools, Home: home,
-		Env: []string{"KUBECONFIG=" + hub.Kubeconfig + string(os.PathListSeparator) + spoke.Kubeconfig}}
+	merged := harness.Command{
+		Tools: env.Tools, Home: home,
+		Env: []string{"KUBECONFIG=" + hub.Kubeconfig + string(os.PathListSeparator) + spoke.Kubeconfig},
+	}
 	t.Run("two-file KUBECONFIG uses the first file's current context", func(t *testing.T) {
 		assert.Equal(t, serverURL(t, merged), hub.Config.Host)
 	})

@@ -31,8 +31,10 @@ func joinCSR(t *testing.T, name, user, cn string, groups ...string) *certificate
 	assert.NilError(t, err)
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterNameLabel: "edge-1"}},
-		Spec: certificatesv1.CertificateSigningRequestSpec{Username: user, Groups: groups, SignerName: certificatesv1.KubeAPIServerClientSignerName,
-			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Username: user, Groups: groups, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+		},
 	}
 }
 

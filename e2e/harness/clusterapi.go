@@ -513,8 +513,10 @@ func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
 		return fmt.Errorf("waiting for cluster %s/%s to reference its control plane: %w", ns, cluster, err)
 	}
 	const node = "platform-worker"
-	_, err = c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
+	_, err = c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        node,
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+	}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -530,8 +532,10 @@ func (c *Cluster) KamajiStandIn(ctx context.Context, ns, cluster string) error {
 	for _, name := range []string{cluster + "-0", cluster + "-1"} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kamaji.clastix.io/name": controlPlane}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.0"}},
-				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+			Spec: corev1.PodSpec{
+				NodeName: node, Containers: []corev1.Container{{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.0"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			},
 		}
 		if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating the Kamaji stand-in pod %s/%s: %w", ns, name, err)

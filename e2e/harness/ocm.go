@@ -409,7 +409,8 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err != nil {
 		return err
 	}
-	args = append([]string{"registration-operator", "agent",
+	args = append([]string{
+		"registration-operator", "agent",
 		"--cluster-name", cluster,
 		"--kubeconfig", kubeconfig,
 		"--bootstrap-kubeconfig", bootstrap,
@@ -418,7 +419,8 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 		"--workload-source-config", filepath.Join(hubDir, "kubeconfig"),
 		"--disable-leader-election",
 		"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
-		"--cluster-healthcheck-period", "5s"}, args...)
+		"--cluster-healthcheck-period", "5s",
+	}, args...)
 	p, err = h.env.StartProcess("agent-"+cluster, nil, h.bin, args...)
 	if err != nil {
 		return err

@@ -61,12 +61,14 @@ func (c *Cluster) ReplaceFirstDrained(ctx context.Context, ns string, nodes []st
 			return
 		}
 	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { check() },
 			UpdateFunc: func(any, any) { check() },
 			DeleteFunc: func(any) { check() },
-		}})
+		},
+	})
 	go ctrl.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
 		return nil, fmt.Errorf("the watch of the pods of %s did not sync", ns)

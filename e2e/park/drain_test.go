@@ -50,8 +50,10 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 	kube := tenant.Kube
 	_, err := kube.CoreV1().Pods("default").Create(ctx(t), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: map[string]string{"app": "db"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "db", Image: "db:1"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		Spec: corev1.PodSpec{
+			NodeName: node, Containers: []corev1.Container{{Name: "db", Image: "db:1"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	one := intstr.FromInt32(1)
@@ -62,20 +64,26 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx(t), &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}},
+		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	_, err = kube.CoreV1().Pods("default").Create(ctx(t), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "stuck"},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{"no-such": "node"},
-			Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"no-such": "node"},
+			Containers:   []corev1.Container{{Name: "app", Image: "app:1"}},
+		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	_, err = kube.CertificatesV1().CertificateSigningRequests().Create(ctx(t), &certv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "stuck-csr"},
-		Spec: certv1.CertificateSigningRequestSpec{Request: csrPEM(t), SignerName: "example.com/nobody",
-			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature}},
+		Spec: certv1.CertificateSigningRequestSpec{
+			Request: csrPEM(t), SignerName: "example.com/nobody",
+			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature},
+		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(c context.Context) (bool, error) {

@@ -172,7 +172,8 @@ func TestParkAndResumeThreePools(t *testing.T) {
 // writing anything.
 func TestClassAutoscaledPoolIsRefused(t *testing.T) {
 	assert.NilError(t, platform.InstallInMemoryClass(ctx(t), otherNS, "in-memory-autoscaled", map[string]string{
-		capiapi.AutoscalerMinSizeAnnotation: "1", capiapi.AutoscalerMaxSizeAnnotation: "3"}))
+		capiapi.AutoscalerMinSizeAnnotation: "1", capiapi.AutoscalerMaxSizeAnnotation: "3",
+	}))
 	createCluster(t, otherNS, "scaled", "in-memory-autoscaled", "{class: default-worker, name: md-0}")
 	waitRunningWorkers(t, otherNS, "scaled", 1)
 

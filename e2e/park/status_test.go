@@ -113,7 +113,8 @@ healthCheck:
 		// The pool's own count of ready machines, which park status shows,
 		// is another controller's and may come later.
 		mds, err := platform.Dynamic.Resource(machineDeployments).Namespace(namespace).List(ctx(t), metav1.ListOptions{
-			LabelSelector: "cluster.x-k8s.io/cluster-name=flaky"})
+			LabelSelector: "cluster.x-k8s.io/cluster-name=flaky",
+		})
 		if err != nil || len(mds.Items) != 1 {
 			return false, err
 		}
@@ -124,10 +125,12 @@ healthCheck:
 
 	r = kubectl(t, "park", "status", "flaky", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)
-	for _, want := range []string{"Cluster phase: Provisioned", "MachineHealthCheck flaky-md-0-", ": 1 of 1 machines healthy",
+	for _, want := range []string{
+		"Cluster phase: Provisioned", "MachineHealthCheck flaky-md-0-", ": 1 of 1 machines healthy",
 		"Control-plane pods: flaky-0 (Running), flaky-1 (Running)", "NotReady nodes: none",
 		// The simulated API server serves no CSRs: said, not hidden.
-		"Pending CSRs: not available (listing certificate signing requests"} {
+		"Pending CSRs: not available (listing certificate signing requests",
+	} {
 		assert.Check(t, is.Contains(r.Stdout, want), r)
 	}
 	assert.Check(t, is.Regexp(`(?m)^\s+md-0\s+MachineDeployment\s+v1\.37\.0\s+1/1\s+1\s+1\s*$`, r.Stdout), "version, ready, updated, one replacement in the window: %s", r)

@@ -102,8 +102,10 @@ func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
 	// entry and the Spoke carry the chart's four documented defaults.
 	assert.Check(t, is.Contains(entry, "cleanupConfig:\n      purgeKlusterletOperator: true\n      purgeKubeconfigSecret: false\n      purgeAgentNamespace: false\n      forceClusterDrain: true\n"), entry)
 	cleanup, _, _ := unstructured.NestedMap(spokeObject(t, "spoke-1").Object, "spec", "cleanupConfig")
-	assert.Check(t, is.DeepEqual(cleanup, map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
-		"purgeAgentNamespace": false, "forceClusterDrain": true}))
+	assert.Check(t, is.DeepEqual(cleanup, map[string]any{
+		"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
+		"purgeAgentNamespace": false, "forceClusterDrain": true,
+	}))
 
 	// The secret holds the kubeconfig minified to its one context.
 	sec, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), "spoke-1-kubeconfig", metav1.GetOptions{})

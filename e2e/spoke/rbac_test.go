@@ -218,14 +218,17 @@ const csrClusterLabel = "open-cluster-management.io/cluster-name"
 // returns the CSR's name.
 func clusterAdminCSR(t *testing.T, cluster, token string) string {
 	t.Helper()
-	cfg := &rest.Config{Host: hub.Config.Host, BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData, CAFile: hub.Config.CAFile}}
+	cfg := &rest.Config{
+		Host: hub.Config.Host, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData, CAFile: hub.Config.CAFile},
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	assert.NilError(t, err)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	assert.NilError(t, err)
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "mallory", Organization: []string{"kubeadm:cluster-admins"}}}, key)
+		Subject: pkix.Name{CommonName: "mallory", Organization: []string{"kubeadm:cluster-admins"}},
+	}, key)
 	assert.NilError(t, err)
 	csr, err := kube.CertificatesV1().CertificateSigningRequests().Create(ctx(t), &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: cluster + "-", Labels: map[string]string{csrClusterLabel: cluster}},

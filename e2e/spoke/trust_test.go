@@ -48,8 +48,10 @@ func TestStoredKubeconfigsNeverRunExecPlugins(t *testing.T) {
 	bad.Data["kubeconfig"] = execConfig
 	_, err = secrets.Update(ctx(t), bad, metav1.UpdateOptions{})
 	assert.NilError(t, err)
-	_, err = secrets.Create(ctx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orphan-kubeconfig", Namespace: releaseNamespace},
-		Data: map[string][]byte{"kubeconfig": execConfig}}, metav1.CreateOptions{})
+	_, err = secrets.Create(ctx(t), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan-kubeconfig", Namespace: releaseNamespace},
+		Data:       map[string][]byte{"kubeconfig": execConfig},
+	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	t.Cleanup(func() {
 		_ = secrets.Delete(context.Background(), "orphan-kubeconfig", metav1.DeleteOptions{})

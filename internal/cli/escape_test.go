@@ -114,8 +114,10 @@ func TestCustomColumnsEscapeCells(t *testing.T) {
 	o := NewOutput()
 	*o.PrintFlags.OutputFormat = "custom-columns=NAME:metadata.name,MESSAGE:status.message"
 	assert.NilError(t, o.Validate())
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "spoke-1"}, "status": map[string]any{"message": hostile}}}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "spoke-1"}, "status": map[string]any{"message": hostile},
+	}}
 	var buf bytes.Buffer
 	assert.NilError(t, o.Print(&buf, obj, nil))
 	noControl(t, buf.String())

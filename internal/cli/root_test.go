@@ -87,6 +87,7 @@ func (r *recordingOptions) Validate() error {
 	r.calls = append(r.calls, "validate")
 	return errors.New("bad input")
 }
+
 func (r *recordingOptions) Run(context.Context) error {
 	r.calls = append(r.calls, "run")
 	return nil

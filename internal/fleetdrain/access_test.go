@@ -43,17 +43,20 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		"spokekit-fleetdrain-node": slices.Concat(nodeAccess(report, false), []authz.Permission{
 			// What node and uncordon node read (node.go, drain.go, budgets.go).
 			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
-			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"}, {Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
+			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"},
+			{Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
 			// The mark admission-policy.yaml reads.
 			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitednodes"},
 			// Whether a pod's template pins its node (crossplan.go).
-			{Verb: "get", Group: "apps", Resource: "replicasets", Namespace: "web"}, {Verb: "get", Group: "apps", Resource: "statefulsets", Namespace: "web"},
+			{Verb: "get", Group: "apps", Resource: "replicasets", Namespace: "web"},
+			{Verb: "get", Group: "apps", Resource: "statefulsets", Namespace: "web"},
 			// --surge (surge.go).
 			surgeAccess(map[string]string{"web/a": "web/a-deploy"})[0], surgeAccess(map[string]string{"web/a": "web/a-deploy"})[1],
 		}),
 		"spokekit-fleetdrain-cluster": slices.Concat(clusterAccess([]string{"a"}, false), []authz.Permission{
-			mc("get"), mc("list"), {Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
+			mc("get"), mc("list"),
+			{Verb: "list", Group: ocm.PlacementResource.Group, Resource: ocm.PlacementResource.Resource},
 			// The placement guard's reads (clusterfleet.go), and --wait-for=healthy's decisions.
 			{Verb: "list", Group: ocm.PlacementDecisionResource.Group, Resource: ocm.PlacementDecisionResource.Resource},
 			{Verb: "list", Group: ocm.ManagedClusterSetResource.Group, Resource: ocm.ManagedClusterSetResource.Resource},
@@ -68,7 +71,8 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
 			core("list", "persistentvolumeclaims", "", ""), core("list", "persistentvolumes", "", ""),
 			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"},
-			{Verb: "list", Group: "apps", Resource: "deployments"}, {Verb: "list", Group: "apps", Resource: "replicasets"},
+			{Verb: "list", Group: "apps", Resource: "deployments"},
+			{Verb: "list", Group: "apps", Resource: "replicasets"},
 			{Verb: "list", Group: "apps", Resource: "statefulsets"},
 		},
 		"spokekit-fleetdrain-works": slices.DeleteFunc(clusterAccess([]string{"a"}, true), func(a authz.Permission) bool { return a.Verb == "patch" }),

@@ -210,7 +210,8 @@ func volumesInput() CheckInput {
 		"field": func() corev1.PersistentVolume {
 			pv := pinnedPV("pvc-field", "local.csi.example.com")
 			pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
-				{MatchFields: []corev1.NodeSelectorRequirement{nodeIn("metadata.name", "worker-1")}}}}}
+				{MatchFields: []corev1.NodeSelectorRequirement{nodeIn("metadata.name", "worker-1")}},
+			}}}
 			return pv
 		}(),
 		"zonal":     pinnedPV("pvc-zonal", "ebs.csi.aws.com", []corev1.NodeSelectorRequirement{zoneA}),

@@ -176,8 +176,10 @@ func (f *findings) add(sev Severity, reason string, kind schema.GroupKind, names
 	if f.byKey[key] != nil {
 		return
 	}
-	item := &Finding{ReportMeta: api.NewNamespacedReportMeta("Finding", namespace, name), Severity: sev, Reason: reason,
-		Object: api.ObjectName(kind, name), Nodes: []string{}, Pods: []string{}, Message: message}
+	item := &Finding{
+		ReportMeta: api.NewNamespacedReportMeta("Finding", namespace, name), Severity: sev, Reason: reason,
+		Object: api.ObjectName(kind, name), Nodes: []string{}, Pods: []string{}, Message: message,
+	}
 	for _, p := range pods {
 		item.Pods = append(item.Pods, namespacedName(p.Namespace, p.Name))
 		if !slices.Contains(item.Nodes, p.Spec.NodeName) {
@@ -266,16 +268,20 @@ func podWorkload(p *corev1.Pod, sets map[string]*appsv1.ReplicaSet, deployments 
 		if rs := sets[namespacedName(p.Namespace, c.Name)]; rs != nil {
 			if dc := metav1.GetControllerOf(rs); dc != nil && dc.Kind == "Deployment" {
 				if d := deployments[namespacedName(p.Namespace, dc.Name)]; d != nil {
-					return &workload{kind: deploymentKind, namespace: d.Namespace, name: d.Name, replicas: replicas(d.Spec.Replicas),
-						labels: d.Spec.Template.Labels, images: images(d.Spec.Template.Spec)}
+					return &workload{
+						kind: deploymentKind, namespace: d.Namespace, name: d.Name, replicas: replicas(d.Spec.Replicas),
+						labels: d.Spec.Template.Labels, images: images(d.Spec.Template.Spec),
+					}
 				}
 			}
 		}
 	}
 	if c.Kind == "StatefulSet" {
 		if s := statefulSets[namespacedName(p.Namespace, c.Name)]; s != nil {
-			return &workload{kind: statefulSetKind, namespace: s.Namespace, name: s.Name, replicas: replicas(s.Spec.Replicas),
-				labels: s.Spec.Template.Labels, images: images(s.Spec.Template.Spec)}
+			return &workload{
+				kind: statefulSetKind, namespace: s.Namespace, name: s.Name, replicas: replicas(s.Spec.Replicas),
+				labels: s.Spec.Template.Labels, images: images(s.Spec.Template.Spec),
+			}
 		}
 	}
 	gv, _ := schema.ParseGroupVersion(c.APIVersion)
@@ -571,8 +577,10 @@ func (r CheckReport) outcome() error {
 func (r CheckReport) table() cli.Table {
 	t := cli.Table{Columns: []cli.Column{{Name: "SEVERITY"}, {Name: "REASON"}, {Name: "NAMESPACE"}, {Name: "OBJECT"}, {Name: "NODES"}, {Name: "PODS", Wide: true}, {Name: "DETAIL"}}}
 	for _, item := range r.Items {
-		t.Rows = append(t.Rows, []string{string(item.Severity), item.Reason, item.Metadata.Namespace, item.Object,
-			strings.Join(item.Nodes, ","), strings.Join(item.Pods, ","), item.Message})
+		t.Rows = append(t.Rows, []string{
+			string(item.Severity), item.Reason, item.Metadata.Namespace, item.Object,
+			strings.Join(item.Nodes, ","), strings.Join(item.Pods, ","), item.Message,
+		})
 	}
 	return t
 }

@@ -77,8 +77,10 @@ func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *fake.
 		return true, r, nil
 	})
 	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
-	o := &ClusterOptions{clusterTargets: clusterTargets{IOStreams: streams, dynamic: client, access: kube.AuthorizationV1(), Clusters: []string{"a", "b"}},
-		MaxConcurrent: 1, Timeout: time.Minute, WaitFor: waitForMoved}
+	o := &ClusterOptions{
+		clusterTargets: clusterTargets{IOStreams: streams, dynamic: client, access: kube.AuthorizationV1(), Clusters: []string{"a", "b"}},
+		MaxConcurrent:  1, Timeout: time.Minute, WaitFor: waitForMoved,
+	}
 	return o, client, errOut
 }
 

@@ -99,8 +99,10 @@ func TestPlanAndCheckNameThePodsThatComeBack(t *testing.T) {
 	pooled.Spec.NodeName, pooled.Spec.NodeSelector = "a", map[string]string{"pool": "gpu"}
 	hosted := pod("ops", "hosted-1", "ReplicaSet", nil)
 	hosted.Spec.NodeName, hosted.Spec.NodeSelector = "a", map[string]string{corev1.LabelHostname: "a"}
-	in := CheckInput{Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned, pooled, hosted}, ReplicaSets: []appsv1.ReplicaSet{*rs},
-		NodeLabels: map[string]map[string]string{"a": {"pool": "gpu", corev1.LabelHostname: "a"}}}
+	in := CheckInput{
+		Nodes: []string{"a"}, Pods: []corev1.Pod{tolerant, pinned, pooled, hosted}, ReplicaSets: []appsv1.ReplicaSet{*rs},
+		NodeLabels: map[string]map[string]string{"a": {"pool": "gpu", corev1.LabelHostname: "a"}},
+	}
 	var reasons []string
 	for _, f := range PlanCheck(in).Items {
 		if f.Reason == ReasonComesBack {

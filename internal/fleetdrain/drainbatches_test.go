@@ -65,8 +65,10 @@ func drainerFor(t *testing.T, client *fake.Clientset, timeout time.Duration) *No
 	t.Helper()
 	budgets, err := NewBudgetView(context.Background(), client)
 	assert.NilError(t, err)
-	return &NodeDrainer{Helper: &drain.Helper{Ctx: context.Background(), Client: client, IgnoreAllDaemonSets: true, GracePeriodSeconds: -1, Timeout: timeout},
-		Budgets: budgets, PDBTimeout: time.Minute, Eviction: policyv1.SchemeGroupVersion}
+	return &NodeDrainer{
+		Helper:  &drain.Helper{Ctx: context.Background(), Client: client, IgnoreAllDaemonSets: true, GracePeriodSeconds: -1, Timeout: timeout},
+		Budgets: budgets, PDBTimeout: time.Minute, Eviction: policyv1.SchemeGroupVersion,
+	}
 }
 
 func onNode(p corev1.Pod, node string) *corev1.Pod {
@@ -86,11 +88,13 @@ func TestDrainEvictsBatchesInOrder(t *testing.T) {
 	kept := onNode(pod("shop", "cache-0", "StatefulSet", map[string]string{capi.PodDrainLabel: "skip"}), n.Name)
 	client, evictions := evictingCluster(t, true, n, db, web, first, kept)
 	d := drainerFor(t, client, 0)
-	d.Rules = map[string]NodeRules{n.Name: {Machine: "fleet/md-0-abc", Namespaces: map[string]*corev1.Namespace{"shop": namespace("shop", nil)},
+	d.Rules = map[string]NodeRules{n.Name: {
+		Machine: "fleet/md-0-abc", Namespaces: map[string]*corev1.Namespace{"shop": namespace("shop", nil)},
 		Rules: []capi.MachineDrainRule{
 			rule("db-last", capi.DrainBehaviorDrain, order(10), capi.MachineDrainRulePodSelect{Selector: matchLabels("app", "db")}),
 			rule("ingress-first", capi.DrainBehaviorDrain, order(-5), capi.MachineDrainRulePodSelect{Selector: matchLabels("app", "ingress")}),
-		}}}
+		},
+	}}
 	evicted, err := d.Drain(context.Background(), n)
 	assert.NilError(t, err)
 	assert.Equal(t, evicted, 3)

@@ -172,7 +172,8 @@ func TestRulesForMachine(t *testing.T) {
 	assert.DeepEqual(t, names, []string{"b-linux-production", "c-all", "d-windows-or-production"})
 
 	bad := rule("bad", capi.DrainBehaviorSkip, nil, capi.MachineDrainRulePodSelect{Selector: &metav1.LabelSelector{
-		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}})
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}},
+	}})
 	_, err = RulesForMachine(append(rules, bad), machine, cluster)
 	assert.ErrorContains(t, err, "MachineDrainRule fleet/bad")
 }

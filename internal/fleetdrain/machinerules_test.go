@@ -48,7 +48,8 @@ func managementOf(t *testing.T, given bool, rules ...capi.MachineDrainRule) (*Ma
 
 func machineNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-		capi.MachineAnnotation: "md-0-abc", capi.ClusterNamespaceAnnotation: "fleet"}}}
+		capi.MachineAnnotation: "md-0-abc", capi.ClusterNamespaceAnnotation: "fleet",
+	}}}
 }
 
 func TestReadNodeRules(t *testing.T) {
@@ -105,7 +106,8 @@ func TestReadNodeRulesRefusesWhatItCannotRead(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bad := rule("bad", capi.DrainBehaviorSkip, nil, capi.MachineDrainRulePodSelect{Selector: &metav1.LabelSelector{
-				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}})
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}},
+			}})
 			var rules []capi.MachineDrainRule
 			if tc.fault == nil {
 				rules = append(rules, bad)

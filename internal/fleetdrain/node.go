@@ -540,8 +540,10 @@ func (o *NodeOptions) newDrainer(ctx context.Context, nodes int) error {
 	if err != nil {
 		return err
 	}
-	d := &NodeDrainer{Helper: h, Budgets: budgets, PDBTimeout: o.PDBTimeout, Progress: NewDrainProgress(cli.NewProgress(o.ErrOut), nodes),
-		Health: NodeHealth{SkipWaitSet: o.skipWaitSet, UnhealthyPods: o.UnhealthyPods}}
+	d := &NodeDrainer{
+		Helper: h, Budgets: budgets, PDBTimeout: o.PDBTimeout, Progress: NewDrainProgress(cli.NewProgress(o.ErrOut), nodes),
+		Health: NodeHealth{SkipWaitSet: o.skipWaitSet, UnhealthyPods: o.UnhealthyPods},
+	}
 	if o.Timeout > 0 {
 		d.Health.Timeout = o.Timeout.String()
 	}

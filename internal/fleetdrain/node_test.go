@@ -192,8 +192,10 @@ func TestGiveBackOnlyFleetdrainsCordon(t *testing.T) {
 // and marked, and the API server records fleetdrain set spec.unschedulable.
 func cordonedByFleetdrain(name string) *corev1.Node {
 	n := node(name, true, map[string]string{CordonedByAnnotation: FieldManager})
-	n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + CordonedByAnnotation + `":{}}},"f:spec":{"f:unschedulable":{}}}`)}}
+	n.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:` + CordonedByAnnotation + `":{}}},"f:spec":{"f:unschedulable":{}}}`),
+	}}
 	return n
 }
 
@@ -264,8 +266,10 @@ func TestCordonPatchIsGuarded(t *testing.T) {
 // back every node fleetdrain cordoned (this run's, and the cordon an earlier
 // interrupted run left) and never one someone else cordoned; exit 130.
 func TestInterruptedDrainGivesBackItsCordons(t *testing.T) {
-	stuck := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "db-0", Labels: map[string]string{"app": "db"},
-		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: ptr(true)}}}, Spec: corev1.PodSpec{NodeName: "a"}}
+	stuck := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "db", Name: "db-0", Labels: map[string]string{"app": "db"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: ptr(true)}},
+	}, Spec: corev1.PodSpec{NodeName: "a"}}
 	client, open := fakeCluster(t,
 		node("a", false, nil),
 		cordonedByFleetdrain("b"), // an interrupted run's cordon

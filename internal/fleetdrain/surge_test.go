@@ -34,8 +34,10 @@ func singleReplica(ns, node string) (*appsv1.Deployment, *appsv1.ReplicaSet, *co
 	d.Spec.Replicas = ptr(int32(1))
 	d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1a", OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: &yes}}}}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1a-x", Labels: map[string]string{"app": "web"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1a", Controller: &yes}}}, Spec: corev1.PodSpec{NodeName: node}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "web-1a-x", Labels: map[string]string{"app": "web"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1a", Controller: &yes}},
+	}, Spec: corev1.PodSpec{NodeName: node}}
 	b := budgetWithRV("web", 0)
 	b.Namespace = ns
 	one := intstr.FromInt32(1)

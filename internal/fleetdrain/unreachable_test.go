@@ -136,8 +136,10 @@ func TestDeleteUnhealthy(t *testing.T) {
 	client, _ := fakeCluster(t, &sick, &well, healthyBudget("shop", "web", 0, web))
 	budgets, err := NewBudgetView(context.Background(), client)
 	assert.NilError(t, err)
-	d := &NodeDrainer{Helper: &drain.Helper{Client: client, GracePeriodSeconds: -1}, Budgets: budgets,
-		Health: NodeHealth{UnhealthyPods: UnhealthyPodsEvictIfBudgetEmpty}, Progress: NewDrainProgress(cli.NewProgress(&bytes.Buffer{}), 1)}
+	d := &NodeDrainer{
+		Helper: &drain.Helper{Client: client, GracePeriodSeconds: -1}, Budgets: budgets,
+		Health: NodeHealth{UnhealthyPods: UnhealthyPodsEvictIfBudgetEmpty}, Progress: NewDrainProgress(cli.NewProgress(&bytes.Buffer{}), 1),
+	}
 
 	deleted, err := d.deleteUnhealthy(context.Background(), "a", &well)
 	assert.NilError(t, err)

@@ -149,8 +149,10 @@ func helm3Secret(t *testing.T) *corev1.Secret {
 	assert.NilError(t, err)
 	assert.NilError(t, w.Close())
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.mural.v2", Namespace: "mural-system",
-			Labels: map[string]string{"name": "mural", "owner": "helm", "status": "deployed", "version": "2"}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "sh.helm.release.v1.mural.v2", Namespace: "mural-system",
+			Labels: map[string]string{"name": "mural", "owner": "helm", "status": "deployed", "version": "2"},
+		},
 		Type: "helm.sh/release.v1",
 		Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
 	}

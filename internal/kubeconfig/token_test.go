@@ -12,8 +12,10 @@ import (
 // The token kubeconfig keeps the admin one's cluster and nothing of its
 // credential.
 func TestWithTokenKeepsTheClusterAndDropsTheAdminCredential(t *testing.T) {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-kubeconfig"},
-		Data: map[string][]byte{"value": []byte(fromCluster("", "    certificate-authority-data: Y2E=\n    tls-server-name: app.internal\n", ""))}}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-kubeconfig"},
+		Data:       map[string][]byte{"value": []byte(fromCluster("", "    certificate-authority-data: Y2E=\n    tls-server-name: app.internal\n", ""))},
+	}
 	k, err := FromSecret(s, "value")
 	assert.NilError(t, err)
 	data, err := k.WithToken("app-view", "spokekit-park-view", "view-token")

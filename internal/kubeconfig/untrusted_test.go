@@ -47,19 +47,27 @@ func TestFromSecretRefusesWhatRunsOrReads(t *testing.T) {
 	cases := []struct {
 		name, user, cluster, otherUser, want string
 	}{
-		{name: "exec plugin", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch " + marker + "'], interactiveMode: Never}\n",
-			want: `user "admin" runs the exec plugin "sh"`},
-		{name: "exec plugin by path", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, interactiveMode: Never}\n",
-			want: `user "admin" runs the exec plugin "/bin/sh"`},
+		{
+			name: "exec plugin", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch " + marker + "'], interactiveMode: Never}\n",
+			want: `user "admin" runs the exec plugin "sh"`,
+		},
+		{
+			name: "exec plugin by path", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, interactiveMode: Never}\n",
+			want: `user "admin" runs the exec plugin "/bin/sh"`,
+		},
 		{name: "auth-provider", user: "    auth-provider: {name: oidc, config: {idp-issuer-url: https://idp.example}}\n", want: `user "admin" uses the auth-provider "oidc"`},
 		{name: "tokenFile", user: "    tokenFile: " + local + "\n", want: `user "admin" names the local file "` + local + `" (tokenFile)`},
 		{name: "client-certificate", user: "    client-certificate: " + local + "\n", want: `(client-certificate)`},
 		{name: "client-key", user: "    client-key: relative/key\n", want: `names the local file "relative/key" (client-key)`},
 		{name: "certificate-authority", cluster: "    certificate-authority: " + local + "\n", want: `cluster "spoke" names the local file "` + local + `" (certificate-authority)`},
-		{name: "exec in a user no context uses", otherUser: "- name: sneaky\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never}\n",
-			want: `user "sneaky" runs the exec plugin "sh"`},
-		{name: "terminal escapes in the command", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: \"sh\\e[2J\", interactiveMode: Never}\n",
-			want: `"sh\x1b[2J"`},
+		{
+			name: "exec in a user no context uses", otherUser: "- name: sneaky\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never}\n",
+			want: `user "sneaky" runs the exec plugin "sh"`,
+		},
+		{
+			name: "terminal escapes in the command", user: "    exec: {apiVersion: client.authentication.k8s.io/v1, command: \"sh\\e[2J\", interactiveMode: Never}\n",
+			want: `"sh\x1b[2J"`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -171,7 +171,8 @@ func TestControlPlanePodsFollowTheRunbooksLabel(t *testing.T) {
 	p, _ := fakePlatform(t, c, nil)
 	create := func(name, label string) {
 		_, err := p.Kube.CoreV1().Pods(c.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: c.Namespace, Labels: map[string]string{capi.KamajiNameLabel: label}}}, metav1.CreateOptions{})
+			Name: name, Namespace: c.Namespace, Labels: map[string]string{capi.KamajiNameLabel: label},
+		}}, metav1.CreateOptions{})
 		assert.NilError(t, err)
 	}
 	found := func() []string {

@@ -243,9 +243,11 @@ func TestBulkFlagsAreCheckedBeforeAnyRequest(t *testing.T) {
 
 func TestBulkReportPrintsInEveryFormat(t *testing.T) {
 	three, zero := int32(3), int32(0)
-	r := BulkReport{ReportMeta: api.NewReportMeta("BulkResumeReport", ""), Items: []BulkItem{{ReportMeta: api.NewNamespacedReportMeta("BulkResume", "dynamo-prod", "app"), Result: BulkResumed, Changed: true,
+	r := BulkReport{ReportMeta: api.NewReportMeta("BulkResumeReport", ""), Items: []BulkItem{{
+		ReportMeta: api.NewNamespacedReportMeta("BulkResume", "dynamo-prod", "app"), Result: BulkResumed, Changed: true,
 		Changes: []PoolChange{{Kind: MachineDeployments, Name: "md-0", From: PoolState{Replicas: &zero}, To: PoolState{Replicas: &three}}},
-		Phases:  resumePhases(resumeView{})}}}
+		Phases:  resumePhases(resumeView{}),
+	}}}
 	clitest.AssertPrintsInEveryFormat(t, r, r.table)
 }
 
@@ -281,18 +283,30 @@ func TestResumePhases(t *testing.T) {
 		{"the control plane is not available", resumeView{cluster: available(metav1.ConditionFalse, "NotAvailable", "* KubeadmControlPlane: etcd has no quorum")}, false},
 		{"the wait ran out there", resumeView{cluster: available(metav1.ConditionFalse, "NotAvailable", "")}, true},
 		{"a Cluster API older than v1.9", resumeView{cluster: v1beta1}, false},
-		{"machines provisioning", resumeView{cluster: available(metav1.ConditionTrue, "Available", ""), desired: 3, machinesSeen: true,
-			machines: []capi.Machine{machine("w-1", capi.MachinePhaseRunning, true), machine("w-2", capi.MachinePhaseProvisioning, false)}}, true},
-		{"machines running, one node not Ready", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: []corev1.Node{node("w-1", corev1.ConditionTrue), node("w-2", corev1.ConditionFalse)}}, true},
-		{"the nodes could not be read", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesError: "not checked: timed out"}, true},
-		{"nodes Ready, the health checks not agreeing yet", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDetail: "MachineHealthCheck app-md-0: 1 of 2 worker(s) healthy"}, true},
-		{"done, one CSR pending", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsSeen: true, csrs: pending}, false},
-		{"done, the CSRs could not be listed", resumeView{cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsError: "not listed: the server could not find the requested resource"}, true},
+		{"machines provisioning", resumeView{
+			cluster: available(metav1.ConditionTrue, "Available", ""), desired: 3, machinesSeen: true,
+			machines: []capi.Machine{machine("w-1", capi.MachinePhaseRunning, true), machine("w-2", capi.MachinePhaseProvisioning, false)},
+		}, true},
+		{"machines running, one node not Ready", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: []corev1.Node{node("w-1", corev1.ConditionTrue), node("w-2", corev1.ConditionFalse)},
+		}, true},
+		{"the nodes could not be read", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesError: "not checked: timed out",
+		}, true},
+		{"nodes Ready, the health checks not agreeing yet", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDetail: "MachineHealthCheck app-md-0: 1 of 2 worker(s) healthy",
+		}, true},
+		{"done, one CSR pending", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsSeen: true, csrs: pending,
+		}, false},
+		{"done, the CSRs could not be listed", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsError: "not listed: the server could not find the requested resource",
+		}, true},
 	}
 	var out bytes.Buffer
 	for _, tc := range cases {

@@ -23,7 +23,8 @@ var parkedAt = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 func threePools() *capi.Cluster {
 	return &capi.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "dynamo-prod", ResourceVersion: "7", Generation: 2, Annotations: map[string]string{"team": "a"}},
-		Spec: capi.ClusterSpec{Topology: &capi.Topology{ClassRef: &capi.ClassRef{Name: "kubevirt-kubeadm"}, Version: "v1.34.1",
+		Spec: capi.ClusterSpec{Topology: &capi.Topology{
+			ClassRef: &capi.ClassRef{Name: "kubevirt-kubeadm"}, Version: "v1.34.1",
 			Workers: &capi.Workers{
 				MachineDeployments: []capi.WorkerPool{
 					{Class: "default-worker", Name: "md-0", Replicas: int32Ptr(3)},
@@ -31,9 +32,11 @@ func threePools() *capi.Cluster {
 				},
 				MachinePools: []capi.WorkerPool{
 					{Class: "pool", Name: "auto", Metadata: capi.PoolMetadata{Annotations: map[string]string{
-						capi.AutoscalerMinSizeAnnotation: "1", capi.AutoscalerMaxSizeAnnotation: "5", "other": "kept"}}},
+						capi.AutoscalerMinSizeAnnotation: "1", capi.AutoscalerMaxSizeAnnotation: "5", "other": "kept",
+					}}},
 				},
-			}}},
+			},
+		}},
 	}
 }
 

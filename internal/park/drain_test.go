@@ -11,8 +11,10 @@ import (
 
 func deletingMachine(name, reason, message string) capi.Machine {
 	now := metav1.Now()
-	return capi.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: &now},
-		Status: capi.MachineStatus{Conditions: []metav1.Condition{{Type: capi.MachineDeletingCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message}}}}
+	return capi.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: &now},
+		Status:     capi.MachineStatus{Conditions: []metav1.Condition{{Type: capi.MachineDeletingCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message}}},
+	}
 }
 
 func TestDrainBlocksNameTheMachineTheBudgetAndThePods(t *testing.T) {
@@ -40,8 +42,10 @@ func TestDrainBlocksReadTheV1Beta1Conditions(t *testing.T) {
 	m := deletingMachine("m", capi.MachineDrainingNodeReason, "")
 	m.Status.V1Beta2 = &struct {
 		Conditions []metav1.Condition `json:"conditions,omitempty"`
-	}{Conditions: []metav1.Condition{{Type: capi.MachineDeletingCondition, Reason: capi.MachineDrainingNodeReason,
-		Message: "* Pod a/p: cannot evict pod as it would violate the pod's disruption budget. The disruption budget b needs 1 healthy pods and has 1 currently"}}}
+	}{Conditions: []metav1.Condition{{
+		Type: capi.MachineDeletingCondition, Reason: capi.MachineDrainingNodeReason,
+		Message: "* Pod a/p: cannot evict pod as it would violate the pod's disruption budget. The disruption budget b needs 1 healthy pods and has 1 currently",
+	}}}
 	m.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}}
 	assert.DeepEqual(t, drainBlocks([]capi.Machine{m}), []DrainBlock{{Machine: "m", Budgets: []string{"a/b"}, Pods: []string{"a/p"}}})
 }

@@ -20,9 +20,11 @@ func TestResumeWaitsForTheHealthChecksOfTheWorkers(t *testing.T) {
 	}
 	workers := []capi.Machine{worker("app-md-0-x7k-a"), worker("app-md-0-x7k-b"), worker("app-md-0-x7k-c")}
 	hc := func(name string, selector map[string]string, healthy, expected int32, targets ...string) capi.MachineHealthCheck {
-		return capi.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:   capi.MachineHealthCheckSpec{ClusterName: "app", Selector: metav1.LabelSelector{MatchLabels: selector}},
-			Status: capi.MachineHealthCheckStatus{CurrentHealthy: &healthy, ExpectedMachines: &expected, Targets: targets}}
+		return capi.MachineHealthCheck{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       capi.MachineHealthCheckSpec{ClusterName: "app", Selector: metav1.LabelSelector{MatchLabels: selector}},
+			Status:     capi.MachineHealthCheckStatus{CurrentHealthy: &healthy, ExpectedMachines: &expected, Targets: targets},
+		}
 	}
 	// The control plane's health check is not waited for.
 	controlPlane := hc("app-cp", map[string]string{capi.MachineControlPlaneLabel: ""}, 0, 1, "app-cp-0")

@@ -245,8 +245,10 @@ func (o *KubeconfigOptions) kubeconfig(ctx context.Context, p *Platform) error {
 	if err != nil {
 		return err
 	}
-	report := KubeconfigReport{ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", o.Namespace, o.Name),
-		DryRun: cli.DryRunName(o.DryRun), OutputFile: o.OutputFile, Source: source, Server: admin.Server, Credential: CredentialAdmin}
+	report := KubeconfigReport{
+		ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", o.Namespace, o.Name),
+		DryRun:     cli.DryRunName(o.DryRun), OutputFile: o.OutputFile, Source: source, Server: admin.Server, Credential: CredentialAdmin,
+	}
 	if o.Revoke {
 		return o.revoke(ctx, p, admin, report)
 	}

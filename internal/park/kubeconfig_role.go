@@ -85,9 +85,11 @@ func desiredRoleObjects(role, user string) roleObjects {
 	return roleObjects{
 		Namespace:      &corev1.Namespace{ObjectMeta: meta("", KubeconfigNamespace)},
 		ServiceAccount: &corev1.ServiceAccount{ObjectMeta: mine(meta(KubeconfigNamespace, name))},
-		Binding: &rbacv1.ClusterRoleBinding{ObjectMeta: mine(meta("", name)),
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: KubeconfigNamespace, Name: name}}},
+		Binding: &rbacv1.ClusterRoleBinding{
+			ObjectMeta: mine(meta("", name)),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: KubeconfigNamespace, Name: name}},
+		},
 	}
 }
 

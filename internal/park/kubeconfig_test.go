@@ -30,14 +30,21 @@ func TestRoleObjectNamesAreValidAndDistinct(t *testing.T) {
 	assert.Check(t, is.Regexp(`^spokekit-park-view-alice-[0-9a-f]{8}$`, roleObjectName("view", "alice")))
 	names := map[string][2]string{}
 	for _, pair := range [][2]string{
-		{"view", "alice"}, {"view", "bob"}, {"edit", "alice"},
-		{"a-b", "c"}, {"a", "b-c"},
-		{"system:aggregate-to-view", "alice"}, {"system-aggregate-to-view", "alice"},
-		{"view", "alice@example.com"}, {"view", "alice-example-com"}, {"view", "Alice"},
+		{"view", "alice"},
+		{"view", "bob"},
+		{"edit", "alice"},
+		{"a-b", "c"},
+		{"a", "b-c"},
+		{"system:aggregate-to-view", "alice"},
+		{"system-aggregate-to-view", "alice"},
+		{"view", "alice@example.com"},
+		{"view", "alice-example-com"},
+		{"view", "Alice"},
 		{"view", "system:serviceaccount:team-a:ci-robot-with-a-long-name"},
 		{"view", "system:serviceaccount:team-a:ci-robot-with-a-long-name-2"},
 		{"a-very-long-cluster-role-name-that-goes-on-and-on-and-on", "a-very-long-user-name-that-goes-on-and-on@example.com"},
-		{"view", "-"}, {"view", "日本"},
+		{"view", "-"},
+		{"view", "日本"},
 	} {
 		name := roleObjectName(pair[0], pair[1])
 		assert.Check(t, len(name) <= 63, name)
@@ -117,24 +124,38 @@ func refusedRoleObjects(t *testing.T) map[string]refusedRoleObject {
 	}
 	sa := roleObjectName("view", "alice")
 	return map[string]refusedRoleObject{
-		"a ServiceAccount not park's": {edit(func(h *RoleAccess) { h.ServiceAccount.Labels = nil }),
-			"ServiceAccount spokekit-system/" + sa + " exists in the workload cluster and is not kubectl-park's"},
-		"a binding not park's": {edit(func(h *RoleAccess) { h.Binding.Labels = nil }),
-			"ClusterRoleBinding " + sa + " exists in the workload cluster and is not kubectl-park's"},
+		"a ServiceAccount not park's": {
+			edit(func(h *RoleAccess) { h.ServiceAccount.Labels = nil }),
+			"ServiceAccount spokekit-system/" + sa + " exists in the workload cluster and is not kubectl-park's",
+		},
+		"a binding not park's": {
+			edit(func(h *RoleAccess) { h.Binding.Labels = nil }),
+			"ClusterRoleBinding " + sa + " exists in the workload cluster and is not kubectl-park's",
+		},
 		// Two user names whose hashes agree: the record tells them apart.
-		"a ServiceAccount of another user": {edit(func(h *RoleAccess) { h.ServiceAccount.Annotations[UserAnnotation] = "mallory" }),
-			`made by kubectl park for user "mallory", not for "alice"`},
-		"a ServiceAccount of no user": {edit(func(h *RoleAccess) { h.ServiceAccount.Annotations = nil }),
-			`made by kubectl park for user "", not for "alice"`},
-		"a binding of another user": {edit(func(h *RoleAccess) { h.Binding.Annotations[UserAnnotation] = "mallory" }),
-			`ClusterRoleBinding ` + sa + ` in the workload cluster was made by kubectl park for user "mallory"`},
-		"a binding of another role": {edit(func(h *RoleAccess) { h.Binding.RoleRef.Name = "cluster-admin" }),
-			"no longer binds only ClusterRole view"},
+		"a ServiceAccount of another user": {
+			edit(func(h *RoleAccess) { h.ServiceAccount.Annotations[UserAnnotation] = "mallory" }),
+			`made by kubectl park for user "mallory", not for "alice"`,
+		},
+		"a ServiceAccount of no user": {
+			edit(func(h *RoleAccess) { h.ServiceAccount.Annotations = nil }),
+			`made by kubectl park for user "", not for "alice"`,
+		},
+		"a binding of another user": {
+			edit(func(h *RoleAccess) { h.Binding.Annotations[UserAnnotation] = "mallory" }),
+			`ClusterRoleBinding ` + sa + ` in the workload cluster was made by kubectl park for user "mallory"`,
+		},
+		"a binding of another role": {
+			edit(func(h *RoleAccess) { h.Binding.RoleRef.Name = "cluster-admin" }),
+			"no longer binds only ClusterRole view",
+		},
 		"a binding of one more subject": {edit(func(h *RoleAccess) {
 			h.Binding.Subjects = append(h.Binding.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "mallory"})
 		}), "no longer binds only ClusterRole view"},
-		"a binding of another subject": {edit(func(h *RoleAccess) { h.Binding.Subjects[0].Name = "default" }),
-			"no longer binds only ClusterRole view"},
+		"a binding of another subject": {
+			edit(func(h *RoleAccess) { h.Binding.Subjects[0].Name = "default" }),
+			"no longer binds only ClusterRole view",
+		},
 	}
 }
 
@@ -178,9 +199,11 @@ func TestKubeconfigTable(t *testing.T) {
 	plan, err := PlanRoleAccess("view", RoleAccess{User: "alice", RoleExists: true, Namespace: alices(t).Namespace})
 	assert.NilError(t, err)
 	expires := metav1.NewTime(parkedAt.Add(8 * time.Hour))
-	role := KubeconfigReport{ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", "dynamo-prod", "app"), DryRun: "client",
+	role := KubeconfigReport{
+		ReportMeta: api.NewNamespacedReportMeta("ClusterKubeconfig", "dynamo-prod", "app"), DryRun: "client",
 		OutputFile: "app-view.kubeconfig", Source: "secret dynamo-prod/app-kubeconfig", Server: "https://app.example:6443",
-		Credential: CredentialToken, Role: "view", User: "alice", ServiceAccount: "spokekit-system/" + roleObjectName("view", "alice"), Expires: &expires, Objects: plan}
+		Credential: CredentialToken, Role: "view", User: "alice", ServiceAccount: "spokekit-system/" + roleObjectName("view", "alice"), Expires: &expires, Objects: plan,
+	}
 	admin := KubeconfigReport{ReportMeta: role.ReportMeta, OutputFile: "app.kubeconfig", Source: role.Source, Server: role.Server, Credential: CredentialAdmin}
 	var out string
 	for _, r := range []KubeconfigReport{role, admin} {

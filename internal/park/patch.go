@@ -39,6 +39,7 @@ func (p Patch) JSON() ([]byte, error) {
 func (p *Patch) test(path string, value any) {
 	*p = append(*p, api.PatchOp{Op: "test", Path: path, Value: value})
 }
+
 func (p *Patch) add(path string, value any) {
 	*p = append(*p, api.PatchOp{Op: "add", Path: path, Value: value})
 }

@@ -121,8 +121,10 @@ type PlatformObjects struct {
 // matched to its pool by name, since Cluster API names machines after
 // their MachineDeployment (or MachinePool).
 func BuildPlatformView(o PlatformObjects, now time.Time, window time.Duration) PlatformView {
-	v := PlatformView{Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window},
-		ReplicasOwners: ReplicasOwners(o.Cluster)}
+	v := PlatformView{
+		Phase: o.Cluster.Status.Phase, Machines: map[string]int{}, Pools: []PoolHealth{}, HealthChecks: []HealthCheck{}, ControlPlanePods: []string{}, Window: metav1.Duration{Duration: window},
+		ReplicasOwners: ReplicasOwners(o.Cluster),
+	}
 	owner := map[string]int{}
 	if t := o.Cluster.Spec.Topology; t != nil {
 		v.Version = t.Version

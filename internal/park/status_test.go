@@ -25,8 +25,10 @@ func unhealthyEvent(machine string, at time.Time) corev1.Event {
 func TestStatusCountsReplacementsPerPool(t *testing.T) {
 	now := parkedAt
 	objs := PlatformObjects{
-		Cluster: &capi.Cluster{Spec: capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KubeadmControlPlane", Name: "app-cp-x2"}},
-			Status: capi.ClusterStatus{Phase: "Provisioned"}},
+		Cluster: &capi.Cluster{
+			Spec:   capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KubeadmControlPlane", Name: "app-cp-x2"}},
+			Status: capi.ClusterStatus{Phase: "Provisioned"},
+		},
 		Deployments: []capi.MachineDeployment{
 			// Cluster API names a topology's MachineDeployment with a random
 			// suffix and labels it with the pool's name, which status shows.
@@ -112,10 +114,14 @@ func withVersion(spec capi.MachineSetSpec, version string) capi.MachineSetSpec {
 // counts nodes does not look for one.
 func TestStatusSaysAHostedControlPlaneHasNoNodes(t *testing.T) {
 	objs := PlatformObjects{
-		Cluster: &capi.Cluster{Spec: capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KamajiControlPlane", Name: "app-x7k"}},
-			Status: capi.ClusterStatus{Phase: "Provisioned"}},
-		Deployments: []capi.MachineDeployment{{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}},
-			Spec: withVersion(capi.MachineSetSpec{Replicas: int32Ptr(3)}, "v1.34.1"), Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(3), UpToDateReplicas: int32Ptr(3)}}},
+		Cluster: &capi.Cluster{
+			Spec:   capi.ClusterSpec{Topology: &capi.Topology{Version: "v1.34.1"}, ControlPlaneRef: &capi.ObjectRef{Kind: "KamajiControlPlane", Name: "app-x7k"}},
+			Status: capi.ClusterStatus{Phase: "Provisioned"},
+		},
+		Deployments: []capi.MachineDeployment{{
+			ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p", Labels: map[string]string{capi.TopologyDeploymentNameLabel: "md-0"}},
+			Spec:       withVersion(capi.MachineSetSpec{Replicas: int32Ptr(3)}, "v1.34.1"), Status: capi.MachineSetStatus{ReadyReplicas: int32Ptr(3), UpToDateReplicas: int32Ptr(3)},
+		}},
 		Machines: []capi.Machine{{ObjectMeta: metav1.ObjectMeta{Name: "app-md-0-x7k2p-a", Labels: map[string]string{capi.MachineDeploymentNameLabel: "app-md-0-x7k2p"}}, Status: capi.MachineStatus{Phase: "Running"}}},
 		Pods:     []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app-x7k-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
 	}

@@ -118,8 +118,10 @@ const planValues = `fleetConfig:
 `
 
 func planHub() *fleetconfig.Hub {
-	return &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system",
-		Annotations: map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"}}}
+	return &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{
+		Name: "hub", Namespace: "mural-system",
+		Annotations: map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"},
+	}}
 }
 
 // TestPlanAdd shows, for what add can find, the plan and the steps it
@@ -128,8 +130,10 @@ func TestPlanAdd(t *testing.T) {
 	expires := now.Add(365 * 24 * time.Hour)
 	cred := kubeconfig.Credential{Kind: "client certificate", Expires: &expires}
 	secret := func(data string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"},
-			Data: map[string][]byte{fleetconfig.DefaultKubeconfigKey: []byte(data)}}
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig", Namespace: "mural-system", ResourceVersion: "9"},
+			Data:       map[string][]byte{fleetconfig.DefaultKubeconfigKey: []byte(data)},
+		}
 	}
 	file := func(data string) *values.File {
 		return &values.File{Path: "values.yaml", Kind: values.HelmValues, Data: []byte(data)}
@@ -177,17 +181,25 @@ func TestPlanAddIntoAnEmptyList(t *testing.T) {
 }
 
 func TestPlanAddRefusals(t *testing.T) {
-	base := addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
-		Secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("old")}}}
+	base := addFacts{
+		Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
+		Secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-2-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("old")}},
+	}
 	for name, tc := range map[string]struct {
 		opts    AddOptions
 		facts   func(addFacts) addFacts
 		wantErr string
 	}{
-		"secret holds no kubeconfig": {AddOptions{}, func(f addFacts) addFacts { f.SecretHolds.Unreadable = errors.New("not yaml"); return f },
-			"does not hold a kubeconfig this command can read (not yaml)"},
-		"secret of another cluster": {AddOptions{}, func(f addFacts) addFacts { f.SecretHolds.OtherCluster = "server URL"; return f },
-			"holds a kubeconfig of another cluster (different server URL)"},
+		"secret holds no kubeconfig": {
+			AddOptions{},
+			func(f addFacts) addFacts { f.SecretHolds.Unreadable = errors.New("not yaml"); return f },
+			"does not hold a kubeconfig this command can read (not yaml)",
+		},
+		"secret of another cluster": {
+			AddOptions{},
+			func(f addFacts) addFacts { f.SecretHolds.OtherCluster = "server URL"; return f },
+			"holds a kubeconfig of another cluster (different server URL)",
+		},
 		"no entry to copy from": {AddOptions{CopyFrom: "nope"}, func(f addFacts) addFacts {
 			f.Secret = nil
 			f.File = &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte(planValues)}
@@ -378,8 +390,10 @@ func testCA(t *testing.T) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	assert.NilError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "old-hub-ca"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "old-hub-ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign,
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	assert.NilError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})

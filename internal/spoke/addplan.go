@@ -151,8 +151,10 @@ func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 		p.SecretAction = secretUpdate
 	}
 	var entry map[string]any
-	spec := values.Entry{Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
-		HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry}
+	spec := values.Entry{
+		Name: o.Name, SecretName: name, CopyFrom: o.CopyFrom, Cleanup: o.Cleanup,
+		HubName: f.Hub.Name, AddOns: agentAddOns(f.Mode), OCIRegistry: o.ociRegistry,
+	}
 	if f.File != nil {
 		kind := f.File.Kind
 		edited, changed, err := values.Add(f.File.Data, kind, spec)

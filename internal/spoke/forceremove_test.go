@@ -26,8 +26,10 @@ import (
 func clusterAvailable(status metav1.ConditionStatus) *ocm.ManagedCluster {
 	mc := &ocm.ManagedCluster{}
 	if status != "" {
-		mc.Status.Conditions = []metav1.Condition{{Type: ocm.ManagedClusterConditionAvailable, Status: status, Reason: "ManagedClusterLeaseUpdateStopped",
-			Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.NewTime(now)}}
+		mc.Status.Conditions = []metav1.Condition{{
+			Type: ocm.ManagedClusterConditionAvailable, Status: status, Reason: "ManagedClusterLeaseUpdateStopped",
+			Message: "Registration agent stopped updating its lease.", LastTransitionTime: metav1.NewTime(now),
+		}}
 	}
 	return mc
 }
@@ -102,12 +104,14 @@ func TestForceRemoveChecksAgainAfterTheConfirmation(t *testing.T) {
 	o := &ForceRemoveOptions{removalOptions: newRemovalOptions(f, streams)}
 	o.Name = "spoke-1"
 	var asked []string
-	err := o.run(context.Background(), removal{Kind: "SpokeForceRemove", Check: o.refuseReachable, Force: true,
+	err := o.run(context.Background(), removal{
+		Kind: "SpokeForceRemove", Check: o.refuseReachable, Force: true,
 		Confirm: func(_ context.Context, evidence []string) error {
 			asked = evidence
 			srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/spoke-1", 200, managedClusterJSON("True"))
 			return nil
-		}})
+		},
+	})
 	assert.Check(t, is.Equal(exitcode.Of(err), exitcode.Refused), errOut)
 	assert.Check(t, is.ErrorContains(err, "checked again after the confirmation: spoke spoke-1 is reachable"))
 	assert.Check(t, is.Len(writes(srv), 0))

@@ -262,8 +262,15 @@ func (r HealthReport) unhealthy() error {
 // Table is the human view at time now.
 func (r HealthReport) Table(now time.Time) cli.Table {
 	t := cli.Table{Columns: []cli.Column{
-		{Name: "NAME"}, {Name: "PHASE"}, {Name: "JOINED"}, {Name: "AVAILABLE"}, {Name: "LEASE"}, {Name: "ADDONS"},
-		{Name: "VERSION"}, {Name: "DRAINED"}, {Name: "CREDENTIAL"},
+		{Name: "NAME"},
+		{Name: "PHASE"},
+		{Name: "JOINED"},
+		{Name: "AVAILABLE"},
+		{Name: "LEASE"},
+		{Name: "ADDONS"},
+		{Name: "VERSION"},
+		{Name: "DRAINED"},
+		{Name: "CREDENTIAL"},
 	}}
 	if r.deep {
 		t.Columns = append(t.Columns, cli.Column{Name: "NODES"}, cli.Column{Name: "UNREADY SYSTEM PODS"}, cli.Column{Name: "PENDING CSRS"}, cli.Column{Name: "APISERVER CERT"})

@@ -98,7 +98,7 @@ var errForbiddenSecret = apierrors.NewForbidden(secretResource.GroupResource(), 
 
 // fleetInStates is a fleet with a spoke in each state health tells apart.
 func fleetInStates() healthInput {
-	unavailable := func(name string, status metav1.ConditionStatus, msg string, taint string) ocm.ManagedCluster {
+	unavailable := func(name string, status metav1.ConditionStatus, msg, taint string) ocm.ManagedCluster {
 		mc := newCluster(name, status, taint)
 		mc.Status.Conditions[1].Message = msg
 		return mc

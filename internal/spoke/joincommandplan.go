@@ -127,8 +127,10 @@ func planJoin(s joinSettings, f joinFacts) (*JoinCommandReport, error) {
 	case s.ShowToken:
 		token = f.Token.Value
 	}
-	r := &JoinCommandReport{ReportMeta: api.NewReportMeta("SpokeJoinCommand", s.Name), DryRun: cli.DryRunName(s.DryRun),
-		HubAPIServer: f.HubAPIServer, Token: token, TokenSource: f.Token.Source, TokenExpires: f.Token.Expires}
+	r := &JoinCommandReport{
+		ReportMeta: api.NewReportMeta("SpokeJoinCommand", s.Name), DryRun: cli.DryRunName(s.DryRun),
+		HubAPIServer: f.HubAPIServer, Token: token, TokenSource: f.Token.Source, TokenExpires: f.Token.Expires,
+	}
 	args := []string{"clusteradm", "join", "--hub-token", token, "--hub-apiserver", f.HubAPIServer, "--cluster-name", s.Name}
 	if s.BrushIgnore {
 		// The agent's prefix written out: clusteradm adds it when missing,

@@ -54,8 +54,10 @@ func OutOfBandRows(spokes []fleetconfig.Spoke, clusters []ocm.ManagedCluster) []
 // BuildOutOfBandStatus is the status report of a ManagedCluster no Spoke
 // registers (pure). note says what could not be checked ("" when nothing).
 func BuildOutOfBandStatus(mc *ocm.ManagedCluster, works []ocm.ManifestWork, note string) SpokeStatus {
-	r := SpokeStatus{ReportMeta: api.NewReportMeta("SpokeStatus", mc.Name), OutOfBand: true, Deleting: mc.DeletionTimestamp != nil,
-		Finalizers: mc.Finalizers, ManagedCluster: clusterReport(mc), Note: note}
+	r := SpokeStatus{
+		ReportMeta: api.NewReportMeta("SpokeStatus", mc.Name), OutOfBand: true, Deleting: mc.DeletionTimestamp != nil,
+		Finalizers: mc.Finalizers, ManagedCluster: clusterReport(mc), Note: note,
+	}
 	r.setWorks(works)
 	return r
 }

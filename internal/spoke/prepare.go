@@ -266,8 +266,10 @@ func (o *PrepareOptions) Run(ctx context.Context) error {
 	if err := o.apply(ctx, plan, p); err != nil {
 		return err
 	}
-	report := &PrepareReport{ReportMeta: o.reportMeta("SpokePrepare"),
-		DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun), subjects: plan.subjects()}
+	report := &PrepareReport{
+		ReportMeta: o.reportMeta("SpokePrepare"),
+		DryRun:     cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun), subjects: plan.subjects(),
+	}
 	if o.DryRun != cli.DryRunNone {
 		report.Objects = plan.written()
 		report.Next = "run again without --dry-run to make these and write " + o.OutputFile
@@ -587,8 +589,10 @@ func (p *preparePlan) steps(dryRun cli.DryRun) []Step {
 // subjects are the objects, as -o name prints them.
 func (p *preparePlan) subjects() []string {
 	n := p.Names
-	return []string{"namespace/" + n.Namespace, "serviceaccount/" + n.ServiceAccount,
-		"clusterrole.rbac.authorization.k8s.io/" + n.Role, "clusterrolebinding.rbac.authorization.k8s.io/" + n.Role, "secret/" + n.Token}
+	return []string{
+		"namespace/" + n.Namespace, "serviceaccount/" + n.ServiceAccount,
+		"clusterrole.rbac.authorization.k8s.io/" + n.Role, "clusterrolebinding.rbac.authorization.k8s.io/" + n.Role, "secret/" + n.Token,
+	}
 }
 
 // written are the objects the plan creates or updates, without server

@@ -68,10 +68,14 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 	foreign := func(f prepareFacts, edit func(*prepareFacts)) prepareFacts { edit(&f); return f }
 	deleting := metav1.Now()
 	cases := []refusal{
-		{"someone's ServiceAccount", foreign(made(t), func(f *prepareFacts) { f.ServiceAccount = &corev1.ServiceAccount{} }),
-			"serviceaccount spokekit-system/spokekit-join exists and was not made by kubectl spoke prepare"},
-		{"someone's ClusterRole", foreign(made(t), func(f *prepareFacts) { f.Role = &rbacv1.ClusterRole{} }),
-			"clusterrole spokekit:spoke-join exists and was not made"},
+		{
+			"someone's ServiceAccount", foreign(made(t), func(f *prepareFacts) { f.ServiceAccount = &corev1.ServiceAccount{} }),
+			"serviceaccount spokekit-system/spokekit-join exists and was not made by kubectl spoke prepare",
+		},
+		{
+			"someone's ClusterRole", foreign(made(t), func(f *prepareFacts) { f.Role = &rbacv1.ClusterRole{} }),
+			"clusterrole spokekit:spoke-join exists and was not made",
+		},
 		{"a binding of another role", foreign(made(t), func(f *prepareFacts) {
 			f.Binding = f.Binding.DeepCopy()
 			f.Binding.RoleRef.Name = "cluster-admin"
@@ -86,10 +90,16 @@ func TestPlanPrepareRefusesWhatItDidNotMake(t *testing.T) {
 		}), "(type Opaque)"},
 		// Whoever may already act in a namespace prepare did not make would
 		// reach the join's privileged ServiceAccount and token in it.
-		{"a namespace of someone else's", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system"}}},
-			"namespace spokekit-system exists and was not made by kubectl spoke prepare"},
-		{"a namespace being deleted", prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system", DeletionTimestamp: &deleting}}},
-			"namespace spokekit-system is being deleted"},
+		{
+			"a namespace of someone else's",
+			prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system"}}},
+			"namespace spokekit-system exists and was not made by kubectl spoke prepare",
+		},
+		{
+			"a namespace being deleted",
+			prepareFacts{Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spokekit-system", DeletionTimestamp: &deleting}}},
+			"namespace spokekit-system is being deleted",
+		},
 	}
 	assertRefused(t, cases, "nothing was changed", func(f prepareFacts) error {
 		_, err := planPrepare(defaultPrepareNames, f)

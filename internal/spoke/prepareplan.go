@@ -100,7 +100,8 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	switch ns := f.Namespace; {
 	case ns == nil:
 		p.Namespace = objectWrite[*corev1.Namespace]{objectCreate, &corev1.Namespace{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: n.Namespace, Labels: labels()}}}
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: n.Namespace, Labels: labels()},
+		}}
 	case ns.DeletionTimestamp != nil:
 		return nil, exitcode.RefusedErrorf("namespace %s is being deleted; nothing was changed: wait until it is gone, or pick another with -n", n.Namespace)
 	default:
@@ -113,8 +114,10 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 		p.Namespace = objectWrite[*corev1.Namespace]{objectUnchanged, ns}
 	}
 
-	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: metav1.ObjectMeta{Name: n.ServiceAccount, Namespace: n.Namespace, Labels: labels()}}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: n.ServiceAccount, Namespace: n.Namespace, Labels: labels()},
+	}
 	if f.ServiceAccount == nil {
 		p.ServiceAccount = objectWrite[*corev1.ServiceAccount]{objectCreate, sa}
 	} else if err := refuseForeign("serviceaccount "+n.Namespace+"/"+n.ServiceAccount, f.ServiceAccount.ObjectMeta); err != nil {
@@ -123,8 +126,10 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 		p.ServiceAccount = objectWrite[*corev1.ServiceAccount]{objectUnchanged, f.ServiceAccount}
 	}
 
-	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, Rules: rulesFor(preparedAccess())}
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, Rules: rulesFor(preparedAccess()),
+	}
 	switch {
 	case f.Role == nil:
 		p.Role = objectWrite[*rbacv1.ClusterRole]{objectCreate, role}
@@ -146,7 +151,8 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	case b == nil:
 		p.Binding = objectWrite[*rbacv1.ClusterRoleBinding]{objectCreate, &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, RoleRef: roleRef, Subjects: subjects}}
+			ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, RoleRef: roleRef, Subjects: subjects,
+		}}
 	case refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta) != nil:
 		return nil, refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta)
 	case b.RoleRef != roleRef:
@@ -167,9 +173,12 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 		// ServiceAccount do. A TokenRequest's token always expires.
 		p.Token = objectWrite[*corev1.Secret]{objectCreate, &corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.Token, Namespace: n.Namespace, Labels: labels(),
-				Annotations: map[string]string{corev1.ServiceAccountNameKey: n.ServiceAccount}},
-			Type: corev1.SecretTypeServiceAccountToken}}
+			ObjectMeta: metav1.ObjectMeta{
+				Name: n.Token, Namespace: n.Namespace, Labels: labels(),
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: n.ServiceAccount},
+			},
+			Type: corev1.SecretTypeServiceAccountToken,
+		}}
 	case refuseForeign("secret "+n.Namespace+"/"+n.Token, t.ObjectMeta) != nil:
 		return nil, refuseForeign("secret "+n.Namespace+"/"+n.Token, t.ObjectMeta)
 	case t.Type != corev1.SecretTypeServiceAccountToken || t.Annotations[corev1.ServiceAccountNameKey] != n.ServiceAccount:

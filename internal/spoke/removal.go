@@ -190,8 +190,10 @@ func planRemoval(in removalInput) (*removalPlan, error) {
 	// force-remove waits for the cleanup its delete starts: none when the
 	// Spoke is gone already. remove --wait also waits out a removal that an
 	// earlier run started.
-	p := &removalPlan{Namespace: in.Namespace, Name: in.Name, Deletion: deletionGone, ForceDelete: annotationNone, Values: entryRemovalNoFile,
-		Wait: in.Wait && (in.Spoke != nil || !in.Force)}
+	p := &removalPlan{
+		Namespace: in.Namespace, Name: in.Name, Deletion: deletionGone, ForceDelete: annotationNone, Values: entryRemovalNoFile,
+		Wait: in.Wait && (in.Spoke != nil || !in.Force),
+	}
 	s := in.Spoke
 	switch {
 	case s == nil:
@@ -510,8 +512,10 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	}
 	// What may stay on the cluster is said before the wait, so a dry run
 	// and a wait that runs out say it too.
-	r := &RemoveReport{ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun),
-		Leftovers: plan.Leftovers, Next: plan.next(o.DryRun), Release: plan.Upgrade}
+	r := &RemoveReport{
+		ReportMeta: api.NewNamespacedReportMeta(how.Kind, hub.Namespace, o.Name), DryRun: cli.DryRunName(o.DryRun), Steps: plan.steps(o.DryRun),
+		Leftovers: plan.Leftovers, Next: plan.next(o.DryRun), Release: plan.Upgrade,
+	}
 	r.Warnings = warnings
 	if plan.Warning != "" {
 		r.Warnings = append(r.Warnings, plan.Warning)

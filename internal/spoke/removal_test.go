@@ -132,8 +132,10 @@ func applyPatch(t *testing.T, s fleetconfig.Spoke, ops []api.PatchOp) (*fleetcon
 
 func TestPlanRemovalRefusesAFileItCannotEdit(t *testing.T) {
 	s := newSpoke("spoke-1")
-	_, err := planRemoval(removalInput{Namespace: "mural-system", Name: "spoke-1", Spoke: &s,
-		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: [{name: spoke-1}]\n")}})
+	_, err := planRemoval(removalInput{
+		Namespace: "mural-system", Name: "spoke-1", Spoke: &s,
+		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: [{name: spoke-1}]\n")},
+	})
 	assert.ErrorContains(t, err, "v.yaml: fleetConfig.spokes is written in flow style")
 	assert.ErrorContains(t, err, "nothing was changed")
 	assert.Check(t, exitcode.IsRefused(err))

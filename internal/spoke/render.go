@@ -131,8 +131,10 @@ func orEmpty(v *fleetconfig.Values) *fleetconfig.Values {
 // left out would take the CRD's default instead.
 func withCleanupDefaults(c map[string]any) map[string]any {
 	d := fleetconfig.ChartCleanupDefaults
-	out := map[string]any{"purgeAgentNamespace": d.PurgeAgentNamespace, "purgeKlusterletOperator": d.PurgeKlusterletOperator,
-		"purgeKubeconfigSecret": d.PurgeKubeconfigSecret, "forceClusterDrain": d.ForceClusterDrain}
+	out := map[string]any{
+		"purgeAgentNamespace": d.PurgeAgentNamespace, "purgeKlusterletOperator": d.PurgeKlusterletOperator,
+		"purgeKubeconfigSecret": d.PurgeKubeconfigSecret, "forceClusterDrain": d.ForceClusterDrain,
+	}
 	for k, v := range c {
 		if v != nil {
 			out[k] = v

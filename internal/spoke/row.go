@@ -107,8 +107,15 @@ func conditionStatus(conds []metav1.Condition, t string) string {
 // Table is the human view of the rows at time now.
 func (l SpokeList) Table(now time.Time) cli.Table {
 	t := cli.Table{Columns: []cli.Column{
-		{Name: "NAME"}, {Name: "PHASE"}, {Name: "JOINED"}, {Name: "AVAILABLE"}, {Name: "AGE"},
-		{Name: "HUB", Wide: true}, {Name: "KUBECONFIG SECRET", Wide: true}, {Name: "TAINTS", Wide: true}, {Name: "CLEANUP", Wide: true},
+		{Name: "NAME"},
+		{Name: "PHASE"},
+		{Name: "JOINED"},
+		{Name: "AVAILABLE"},
+		{Name: "AGE"},
+		{Name: "HUB", Wide: true},
+		{Name: "KUBECONFIG SECRET", Wide: true},
+		{Name: "TAINTS", Wide: true},
+		{Name: "CLEANUP", Wide: true},
 	}}
 	if l.allNamespaces {
 		t.Columns = append([]cli.Column{{Name: "NAMESPACE"}}, t.Columns...)

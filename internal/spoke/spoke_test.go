@@ -157,8 +157,10 @@ func TestSetFields(t *testing.T) {
 }
 
 func TestRenderSpokeAsTheChart(t *testing.T) {
-	hub := &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{Name: "hub", Namespace: "mural-system",
-		Annotations: map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"}}}
+	hub := &fleetconfig.Hub{ObjectMeta: metav1.ObjectMeta{
+		Name: "hub", Namespace: "mural-system",
+		Annotations: map[string]string{fleetconfig.HelmReleaseNameAnnotation: "mural"},
+	}}
 	entry := map[string]any{
 		"name": "spoke-2", "ociRegistry": map[string]any{"endpoint": "oci://r"},
 		"hubRef":        map[string]any{"name": "ignored", "namespace": ""},

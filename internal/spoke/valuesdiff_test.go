@@ -55,7 +55,7 @@ const diffValuesFile = `fleetConfig:
     ociRegistry: *oci
 `
 
-func liveSpoke(name string, spec string, meta ...func(*metav1.ObjectMeta)) LiveSpoke {
+func liveSpoke(name, spec string, meta ...func(*metav1.ObjectMeta)) LiveSpoke {
 	s := LiveSpoke{Metadata: metav1.ObjectMeta{Name: name, Namespace: "mural-system"}}
 	if err := yaml.Unmarshal([]byte(spec), &s.Spec); err != nil {
 		panic(err)

@@ -29,21 +29,31 @@ func TestSetSecretKeepsTheLayout(t *testing.T) {
 		kind      Kind
 		src, want string
 	}{
-		"plain, comment after": {HelmValues,
+		"plain, comment after": {
+			HelmValues,
 			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference:\n        name: old   # rotated yearly\n",
-			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference:\n        name: new   # rotated yearly\n"},
-		"double quoted": {HelmValues,
+			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference:\n        name: new   # rotated yearly\n",
+		},
+		"double quoted": {
+			HelmValues,
 			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: \"o\\\"ld\", kubeconfigKey: kubeconfig}\n",
-			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: \"new\", kubeconfigKey: kubeconfig}\n"},
-		"single quoted, another key": {HelmValues,
+			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: \"new\", kubeconfigKey: kubeconfig}\n",
+		},
+		"single quoted, another key": {
+			HelmValues,
 			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: 'it''s', kubeconfigKey: 'value'} # é\n",
-			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: 'new', kubeconfigKey: 'kubeconfig'} # é\n"},
-		"after non-ASCII text, CRLF": {HelmValues,
+			"fleetConfig:\n  spokes:\n  - name: a\n    kubeconfig:\n      secretReference: {name: 'new', kubeconfigKey: 'kubeconfig'} # é\n",
+		},
+		"after non-ASCII text, CRLF": {
+			HelmValues,
 			"fleetConfig:\r\n  spokes:\r\n  - name: a\r\n    kubeconfig: {secretReference: {name: old}, context: \"é\"}\r\n",
-			"fleetConfig:\r\n  spokes:\r\n  - name: a\r\n    kubeconfig: {secretReference: {name: new}, context: \"é\"}\r\n"},
-		"helmrelease": {HelmRelease,
+			"fleetConfig:\r\n  spokes:\r\n  - name: a\r\n    kubeconfig: {secretReference: {name: new}, context: \"é\"}\r\n",
+		},
+		"helmrelease": {
+			HelmRelease,
 			"kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes:\n        - name: b\n        - name: a\n          kubeconfig:\n            secretReference:\n              name: old\n",
-			"kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes:\n        - name: b\n        - name: a\n          kubeconfig:\n            secretReference:\n              name: new\n"},
+			"kind: HelmRelease\nspec:\n  values:\n    fleetConfig:\n      spokes:\n        - name: b\n        - name: a\n          kubeconfig:\n            secretReference:\n              name: new\n",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, changed, err := SetSecret([]byte(tc.src), tc.kind, "a", "new")

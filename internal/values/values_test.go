@@ -326,11 +326,15 @@ func TestAddNeverCopiesTheHubAsSpoke(t *testing.T) {
 		assert.NilError(t, err)
 		assert.DeepEqual(t, got, map[string]any{
 			"name": "spoke-2",
-			"kubeconfig": map[string]any{"context": "", "inCluster": false,
-				"secretReference": map[string]any{"name": "spoke-2-kubeconfig", "kubeconfigKey": "kubeconfig"}},
+			"kubeconfig": map[string]any{
+				"context": "", "inCluster": false,
+				"secretReference": map[string]any{"name": "spoke-2-kubeconfig", "kubeconfigKey": "kubeconfig"},
+			},
 			"klusterlet": map[string]any{"mode": "Default", "forceInternalEndpointLookup": false},
-			"cleanupConfig": map[string]any{"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
-				"purgeAgentNamespace": false, "forceClusterDrain": true},
+			"cleanupConfig": map[string]any{
+				"purgeKlusterletOperator": true, "purgeKubeconfigSecret": false,
+				"purgeAgentNamespace": false, "forceClusterDrain": true,
+			},
 			"ociRegistry": map[string]any{"endpoint": "oci://registry.example.com/mural"},
 			"hubRef":      map[string]any{"name": "hub", "namespace": ""},
 			"addOns":      []any{map[string]any{"configName": "fleetconfig-controller-agent"}},
@@ -393,6 +397,8 @@ func TestAddWritesTheCleanupConfigItIsGiven(t *testing.T) {
 	assert.NilError(t, err)
 	got, err := EntryValues(out, HelmValues, "spoke-2")
 	assert.NilError(t, err)
-	assert.DeepEqual(t, got["cleanupConfig"], map[string]any{"purgeKlusterletOperator": false, "purgeKubeconfigSecret": false,
-		"purgeAgentNamespace": true, "forceClusterDrain": false})
+	assert.DeepEqual(t, got["cleanupConfig"], map[string]any{
+		"purgeKlusterletOperator": false, "purgeKubeconfigSecret": false,
+		"purgeAgentNamespace": true, "forceClusterDrain": false,
+	})
 }

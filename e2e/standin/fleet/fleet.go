@@ -302,8 +302,10 @@ func Run(ctx context.Context, hub *harness.OCMHub, namespace string, o Options) 
 	if o.Pace == (Pace{}) {
 		o.Pace = UpstreamPace().Scaled(FastScale)
 	}
-	f := &Fleet{hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, pace: o.Pace,
-		installed: map[string][]byte{}, agents: map[string]*agent{}, began: map[string]time.Time{}}
+	f := &Fleet{
+		hub: hub, dyn: hub.Dynamic, kube: hub.Kube, namespace: namespace, mode: o.Mode, pace: o.Pace,
+		installed: map[string][]byte{}, agents: map[string]*agent{}, began: map[string]time.Time{},
+	}
 	if err := f.registerAgentAddOn(ctx); err != nil {
 		return nil, err
 	}

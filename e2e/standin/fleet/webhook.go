@@ -103,8 +103,10 @@ func (f *Fleet) serveWebhook(ctx context.Context) error {
 	mux.Handle(hubWebhookPath, admit(func(_ context.Context, r *admissionv1.AdmissionRequest) ([]string, error) {
 		return nil, validateHub(r)
 	}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	srv := &http.Server{
+		Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			f.fail(ctx, fmt.Errorf("webhook server: %w", err))
@@ -273,14 +275,26 @@ func validateAddOns(ctx context.Context, mode Mode, v hubView, s *spoke) ([]stri
 
 // spokeMutable is upstream's Spoke update allow-list.
 var spokeMutable = [][]string{
-	{"klusterlet", "annotations"}, {"klusterlet", "values"}, {"klusterlet", "valuesFrom"},
-	{"kubeconfig"}, {"addOns"}, {"timeout"}, {"logVerbosity"}, {"cleanupConfig"},
+	{"klusterlet", "annotations"},
+	{"klusterlet", "values"},
+	{"klusterlet", "valuesFrom"},
+	{"kubeconfig"},
+	{"addOns"},
+	{"timeout"},
+	{"logVerbosity"},
+	{"cleanupConfig"},
 }
 
 // hubMutable is upstream's Hub update allow-list.
 var hubMutable = [][]string{
-	{"apiServer"}, {"clusterManager", "source"}, {"hubAddOns"}, {"addOnConfigs"},
-	{"logVerbosity"}, {"timeout"}, {"registrationAuth"}, {"kubeconfig"},
+	{"apiServer"},
+	{"clusterManager", "source"},
+	{"hubAddOns"},
+	{"addOnConfigs"},
+	{"logVerbosity"},
+	{"timeout"},
+	{"registrationAuth"},
+	{"kubeconfig"},
 }
 
 // sameExcept tells whether two specs are equal once the mutable fields are

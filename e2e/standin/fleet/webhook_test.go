@@ -45,8 +45,10 @@ func spokeJSON(t *testing.T, name string, mutate func(spec map[string]any)) []by
 	if mutate != nil {
 		mutate(spec)
 	}
-	data, err := json.Marshal(map[string]any{"apiVersion": "fleetconfig.open-cluster-management.io/v1beta1", "kind": "Spoke",
-		"metadata": map[string]any{"name": name, "namespace": "fleet"}, "spec": spec})
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": "fleetconfig.open-cluster-management.io/v1beta1", "kind": "Spoke",
+		"metadata": map[string]any{"name": name, "namespace": "fleet"}, "spec": spec,
+	})
 	assert.NilError(t, err)
 	return data
 }
@@ -166,10 +168,14 @@ func TestValidateHub(t *testing.T) {
 	assert.NilError(t, validateHub(create(hub(valid))))
 	assert.ErrorContains(t, validateHub(create(hub(map[string]any{"kubeconfig": map[string]any{"inCluster": true}}))),
 		"either hub.clusterManager or hub.singletonControlPlane must be specified")
-	assert.NilError(t, validateHub(update(hub(valid), hub(map[string]any{"kubeconfig": map[string]any{"inCluster": true}, "apiServer": "https://x",
-		"clusterManager": map[string]any{"featureGates": "AddonManagement=true", "source": map[string]any{"bundleVersion": "v1.0.0"}}}))))
-	assert.Error(t, validateHub(update(hub(valid), hub(map[string]any{"kubeconfig": map[string]any{"inCluster": true}, "createNamespace": true,
-		"clusterManager": map[string]any{"featureGates": "AddonManagement=true"}}))), errAllowedHubUpdate)
+	assert.NilError(t, validateHub(update(hub(valid), hub(map[string]any{
+		"kubeconfig": map[string]any{"inCluster": true}, "apiServer": "https://x",
+		"clusterManager": map[string]any{"featureGates": "AddonManagement=true", "source": map[string]any{"bundleVersion": "v1.0.0"}},
+	}))))
+	assert.Error(t, validateHub(update(hub(valid), hub(map[string]any{
+		"kubeconfig": map[string]any{"inCluster": true}, "createNamespace": true,
+		"clusterManager": map[string]any{"featureGates": "AddonManagement=true"},
+	}))), errAllowedHubUpdate)
 }
 
 func TestAdmitAnswersAsControllerRuntime(t *testing.T) {

@@ -29,10 +29,6 @@ import (
 	utilflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	ocmfeature "open-cluster-management.io/api/feature"
 	"open-cluster-management.io/ocm/pkg/cmd/hub"
@@ -40,6 +36,9 @@ import (
 	"open-cluster-management.io/ocm/pkg/features"
 	webhookv1 "open-cluster-management.io/ocm/pkg/registration/webhook/v1"
 	webhookv1beta2 "open-cluster-management.io/ocm/pkg/registration/webhook/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func main() {

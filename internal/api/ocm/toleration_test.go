@@ -35,10 +35,18 @@ func TestKeptUntil(t *testing.T) {
 		{"PreferNoSelect is never enforced", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectPreferNoSelect}, false, never},
 		{"NoSelectIfNew keeps a selected cluster", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, true, never},
 		{"NoSelectIfNew keeps out a new one", Toleration{Key: "other", Operator: TolerationOpExists}, Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, false, added},
-		{"tolerationSeconds limits NoSelectIfNew too", Toleration{Key: "k", Operator: TolerationOpExists, TolerationSeconds: secs(30)},
-			Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at}, false, added.Add(30 * time.Second)},
-		{"without timeAdded tolerationSeconds ran out long ago", Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(30)},
-			Taint{Key: "k", Effect: TaintEffectNoSelect}, true, time.Time{}.Add(30 * time.Second)},
+		{
+			"tolerationSeconds limits NoSelectIfNew too",
+			Toleration{Key: "k", Operator: TolerationOpExists, TolerationSeconds: secs(30)},
+			Taint{Key: "k", Effect: TaintEffectNoSelectIfNew, TimeAdded: &at},
+			false, added.Add(30 * time.Second),
+		},
+		{
+			"without timeAdded tolerationSeconds ran out long ago",
+			Toleration{Operator: TolerationOpExists, TolerationSeconds: secs(30)},
+			Taint{Key: "k", Effect: TaintEffectNoSelect},
+			true, time.Time{}.Add(30 * time.Second),
+		},
 	}
 	for _, c := range cases {
 		until, leaves := KeptUntil([]Toleration{c.tol}, []Taint{c.taint}, c.inDecision)

@@ -103,7 +103,7 @@ func (f finder) decode(run []byte) []byte {
 	return nil
 }
 
-func leaks(texts [][]byte, needles [][]byte) bool {
+func leaks(texts, needles [][]byte) bool {
 	for _, needle := range needles {
 		for _, t := range texts {
 			if bytes.Contains(t, needle) {
