@@ -15,7 +15,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,11 +78,11 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	_, err = kube.CertificatesV1().CertificateSigningRequests().Create(ctx(t), &certv1.CertificateSigningRequest{
+	_, err = kube.CertificatesV1().CertificateSigningRequests().Create(ctx(t), &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "stuck-csr"},
-		Spec: certv1.CertificateSigningRequestSpec{
+		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request: csrPEM(t), SignerName: "example.com/nobody",
-			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature},
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature},
 		},
 	}, metav1.CreateOptions{})
 	assert.NilError(t, err)

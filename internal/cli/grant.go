@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	authnv1 "k8s.io/api/authentication/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 )
@@ -18,7 +18,7 @@ import (
 // UserName asks the API server who the current user is
 // (SelfSubjectReview); "" when it cannot tell.
 func UserName(ctx context.Context, client authenticationclient.SelfSubjectReviewsGetter) string {
-	r, err := client.SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	r, err := client.SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return ""
 	}

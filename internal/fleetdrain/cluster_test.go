@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -27,7 +27,7 @@ func TestDrainTaintPatchNamesTheFieldManager(t *testing.T) {
 		"metadata": map[string]any{"name": "spoke-1", "resourceVersion": "7"},
 		"spec":     map[string]any{"hubAcceptsClient": true},
 	}}
-	client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(),
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(),
 		map[schema.GroupVersionResource]string{ocm.ManagedClusterResource: "ManagedClusterList"}, mc)
 	assert.NilError(t, addDrainTaint(context.Background(), client, "spoke-1", cli.DryRunNone))
 	var patches int
@@ -57,7 +57,7 @@ func TestClusterRefusesWhatAComputePoolOwns(t *testing.T) {
 		"apiVersion": "fleetconfig.open-cluster-management.io/v1beta1", "kind": "Spoke",
 		"metadata": map[string]any{"name": "pooled", "namespace": "fleet", "labels": map[string]any{fleetconfig.ComputePoolLabel: "gpu-a"}},
 	}}
-	client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		ocm.ManagedClusterResource: "ManagedClusterList", fleetconfig.SpokeResource: "SpokeList",
 		ocm.ManifestWorkResource: "ManifestWorkList", ocm.PlacementResource: "PlacementList",
 	}, managedCluster("pooled", nil), managedCluster("labelled", map[string]any{fleetconfig.ComputePoolLabel: "gpu-b"}), managedCluster("plain", nil), spoke)
@@ -94,7 +94,7 @@ func TestClusterRefusesWhatItCannotPlan(t *testing.T) {
 		"list failed": apierrors.NewServiceUnavailable("etcd is away"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
 				ocm.ManagedClusterResource: "ManagedClusterList", fleetconfig.SpokeResource: "SpokeList", ocm.ManifestWorkResource: "ManifestWorkList",
 			}, managedCluster("spoke-1", nil))
 			client.PrependReactor("list", "manifestworks", func(k8stesting.Action) (bool, k8sruntime.Object, error) {

@@ -17,7 +17,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -62,11 +62,11 @@ func decisionObject(placement string, clusters ...string) *unstructured.Unstruct
 
 // waveFleet is a hub with clusters a and b, each holding the work of
 // placement web, and c, where the placement controller moves it.
-func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *fake.FakeDynamicClient, *bytes.Buffer) {
+func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *dynamicfake.FakeDynamicClient, *bytes.Buffer) {
 	t.Helper()
 	objs = append(objs, managedCluster("a", nil), managedCluster("b", nil), managedCluster("c", nil),
 		placementWork("a", "web", "web"), placementWork("b", "web", "web"))
-	client := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		ocm.ManagedClusterResource: "ManagedClusterList", ocm.ManifestWorkResource: "ManifestWorkList",
 		ocm.PlacementDecisionResource: "PlacementDecisionList", fleetconfig.SpokeResource: "SpokeList",
 	}, objs...)
@@ -120,7 +120,7 @@ func TestClusterWavesOfMaxConcurrent(t *testing.T) {
 	}
 }
 
-func tainted(t *testing.T, client *fake.FakeDynamicClient, name string) bool {
+func tainted(t *testing.T, client *dynamicfake.FakeDynamicClient, name string) bool {
 	t.Helper()
 	u, err := client.Resource(ocm.ManagedClusterResource).Get(context.Background(), name, metav1.GetOptions{})
 	assert.NilError(t, err)

@@ -14,7 +14,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -272,7 +272,7 @@ func TestResumePhases(t *testing.T) {
 		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
 	}
 	ready := []corev1.Node{node("w-1", corev1.ConditionTrue), node("w-2", corev1.ConditionTrue)}
-	pending := []certv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-w-2"}}}
+	pending := []certificatesv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-w-2"}}}
 
 	cases := []struct {
 		name  string

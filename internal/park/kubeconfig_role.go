@@ -10,7 +10,7 @@ import (
 	"maps"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,10 +273,10 @@ func (o *KubeconfigOptions) roleKubeconfig(ctx context.Context, p *Platform, adm
 	// and the API server then refuses every token of it, since it checks
 	// that the account (of the UID in the token) still exists.
 	seconds := int64(o.Duration / time.Second)
-	var tok *authnv1.TokenRequest
+	var tok *authenticationv1.TokenRequest
 	err = bounded(ctx, p, func(ctx context.Context) (err error) {
 		tok, err = kube.CoreV1().ServiceAccounts(KubeconfigNamespace).CreateToken(cli.HideBodies(ctx), want.ServiceAccount.Name,
-			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -66,7 +66,7 @@ type resumeView struct {
 	// healthDone: the health checks count every worker healthy.
 	healthSeen, healthDone bool
 	healthDetail           string
-	csrs                   []certv1.CertificateSigningRequest
+	csrs                   []certificatesv1.CertificateSigningRequest
 	csrsSeen               bool
 	csrsError              string
 }
@@ -170,7 +170,7 @@ func nodesReady(nodes []corev1.Node, names []string) (bool, string) {
 }
 
 // pendingCSRs names the requests no one has approved or denied yet.
-func pendingCSRs(csrs []certv1.CertificateSigningRequest) string {
+func pendingCSRs(csrs []certificatesv1.CertificateSigningRequest) string {
 	pending := BuildClusterView(nil, nil, csrs).PendingCSRs
 	if len(pending) == 0 {
 		return "none pending"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -432,7 +432,7 @@ func (o *ResumeOptions) listCSRs(ctx context.Context, p *Platform, left time.Dur
 	if err == nil {
 		rctx, cancel := p.clusterContext(ctx, left)
 		defer cancel()
-		var l *certv1.CertificateSigningRequestList
+		var l *certificatesv1.CertificateSigningRequestList
 		if l, err = kube.CertificatesV1().CertificateSigningRequests().List(rctx, metav1.ListOptions{}); err == nil {
 			o.view.csrs, o.view.csrsSeen = l.Items, true
 			o.progress.Done("CSRs of %s: %s", o.Name, pendingCSRs(l.Items))

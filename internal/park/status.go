@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -215,7 +215,7 @@ func deref(n *int32) int32 {
 }
 
 // BuildClusterView reads the cluster's own objects.
-func BuildClusterView(nodes []corev1.Node, pods []corev1.Pod, csrs []certv1.CertificateSigningRequest) ClusterView {
+func BuildClusterView(nodes []corev1.Node, pods []corev1.Pod, csrs []certificatesv1.CertificateSigningRequest) ClusterView {
 	v := ClusterView{NotReadyNodes: []string{}, PodsNotRunning: []string{}, PendingCSRs: []string{}}
 	for _, n := range nodes {
 		if !nodeReady(n) {
@@ -395,13 +395,13 @@ func (o *StatusOptions) clusterView(ctx context.Context, p *Platform) (ClusterVi
 		pods = &corev1.PodList{}
 		unavailable[partPods] = notChecked(ctx, err)
 	}
-	csrs := &certv1.CertificateSigningRequestList{}
+	csrs := &certificatesv1.CertificateSigningRequestList{}
 	err = bounded(ctx, p, func(ctx context.Context) (err error) {
 		csrs, err = kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 		return err
 	})
 	if err != nil {
-		csrs = &certv1.CertificateSigningRequestList{}
+		csrs = &certificatesv1.CertificateSigningRequestList{}
 		unavailable[partCSRs] = notChecked(ctx, err)
 	}
 	v := BuildClusterView(nodes.Items, pods.Items, csrs.Items)

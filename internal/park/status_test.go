@@ -10,7 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
-	certv1 "k8s.io/api/certificates/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,10 +57,10 @@ func TestStatusCountsReplacementsPerPool(t *testing.T) {
 
 	ready := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ok"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	notReady := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}}
-	approved := certv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Status: certv1.CertificateSigningRequestStatus{Conditions: []certv1.CertificateSigningRequestCondition{{Type: certv1.CertificateApproved}}}}
+	approved := certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved}}}}
 	cv := BuildClusterView([]corev1.Node{ready, notReady, {ObjectMeta: metav1.ObjectMeta{Name: "new"}}},
 		[]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stuck"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}},
-		[]certv1.CertificateSigningRequest{approved, {ObjectMeta: metav1.ObjectMeta{Name: "csr-1"}}})
+		[]certificatesv1.CertificateSigningRequest{approved, {ObjectMeta: metav1.ObjectMeta{Name: "csr-1"}}})
 	cv.Source = "secret dynamo-prod/app-kubeconfig"
 
 	var out bytes.Buffer
