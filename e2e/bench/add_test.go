@@ -75,6 +75,7 @@ func BenchmarkSpokeAdd(b *testing.B) {
 
 // installAddHub gives the hub its CRDs, the namespace and a Hub.
 func installAddHub(b *testing.B, hub *harness.Cluster) error {
+	b.Helper()
 	if err := harness.InstallHubCRDs(ctx(b, 5*time.Minute), hub); err != nil {
 		return err
 	}

@@ -264,6 +264,7 @@ func watchBudget(b *testing.B, c *harness.Cluster, ns string, s drainShape) (sto
 // teardownPool removes a pool and waits until it is gone, so the next run
 // starts on a quiet cluster.
 func teardownPool(b *testing.B, c *harness.Cluster, ns string) {
+	b.Helper()
 	cx := ctx(b, 5*time.Minute)
 	assert.NilError(b, c.Kube.CoreV1().Namespaces().Delete(cx, ns, metav1.DeleteOptions{}))
 	err := wait.PollUntilContextTimeout(cx, 500*time.Millisecond, 5*time.Minute, true, func(cx context.Context) (bool, error) {

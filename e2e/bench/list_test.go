@@ -89,6 +89,7 @@ func floor(b *testing.B, hub *harness.Cluster) Usage {
 // createSpokes creates Spokes and ManagedClusters from index `from` up to
 // `to`. The ManagedClusters are not accepted by the hub.
 func createSpokes(b *testing.B, hub *harness.Cluster, from, to int) {
+	b.Helper()
 	names := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
 		names = append(names, fmt.Sprintf("spoke-%05d", i))
@@ -100,6 +101,7 @@ func createSpokes(b *testing.B, hub *harness.Cluster, from, to int) {
 // ManagedClusters the API server counted meanwhile (nothing else lists them
 // on this cluster).
 func countLists(b *testing.B, c *harness.Cluster, fn func()) float64 {
+	b.Helper()
 	before := requests(b, c, func(verb, resource string) bool {
 		return verb == "LIST" && (resource == "spokes" || resource == "managedclusters")
 	})

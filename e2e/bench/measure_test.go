@@ -130,6 +130,7 @@ func BenchmarkSize(b *testing.B) {
 }
 
 func fileSize(b *testing.B, path string) float64 {
+	b.Helper()
 	fi, err := os.Stat(path)
 	assert.NilError(b, err)
 	return float64(fi.Size()) / 1e6
@@ -138,6 +139,7 @@ func fileSize(b *testing.B, path string) float64 {
 // archiveSize is the size of a tar.gz holding the one file at gzip's
 // default level.
 func archiveSize(b *testing.B, path string) float64 {
+	b.Helper()
 	f, err := os.Open(path)
 	assert.NilError(b, err)
 	defer f.Close() //nolint:errcheck // read only: closing loses nothing

@@ -42,6 +42,7 @@ spec:
 // reviews (the plugin's preflight and its "who am I" for the record), which
 // ask a question and store nothing.
 func writes(b *testing.B, c *harness.Cluster, fn func()) float64 {
+	b.Helper()
 	match := func(verb, resource string) bool {
 		switch verb {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":

@@ -18,6 +18,7 @@ import (
 )
 
 func drainTainted(t *testing.T, f fleet, cluster string) bool {
+	t.Helper()
 	for _, taint := range taints(t, f.hub.Cluster, cluster) {
 		if taint.Key == fleetdrain.DrainTaintKey {
 			return true

@@ -19,6 +19,7 @@ import (
 
 // fakeAPIServer counts the requests that reach it.
 func fakeAPIServer(t *testing.T) (*Cluster, *atomic.Int32) {
+	t.Helper()
 	var reached atomic.Int32
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)

@@ -25,6 +25,7 @@ func ctx(t *testing.T) context.Context { return harness.Context(t, 3*time.Minute
 // newUser is someone with krew (in the tools directory, next to kubectl) and
 // a fresh KREW_ROOT, whose bin directory is the only place plugins are found.
 func newUser(t *testing.T) harness.Command {
+	t.Helper()
 	root := t.TempDir()
 	return harness.Command{
 		Tools: harness.Tools{Bin: tools.Bin, Plugins: filepath.Join(root, "bin")},

@@ -131,6 +131,7 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 }
 
 func csrPEM(t *testing.T) []byte {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	assert.NilError(t, err)
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:stuck"}}, key)

@@ -66,6 +66,7 @@ func runningWorkerMachines(t *testing.T, ns, name string) []unstructured.Unstruc
 }
 
 func runningWorkers(t *testing.T, ns, name string) int {
+	t.Helper()
 	return len(runningWorkerMachines(t, ns, name))
 }
 

@@ -22,6 +22,7 @@ import (
 // replacements counts the MachineHealthCheck controller's events for a
 // cluster's machines.
 func replacements(t *testing.T, ns, prefix string) int {
+	t.Helper()
 	l, err := platform.Kube.CoreV1().Events(ns).List(ctx(t), metav1.ListOptions{FieldSelector: "reason=" + capiapi.EventMachineMarkedUnhealthy})
 	assert.NilError(t, err)
 	n := 0

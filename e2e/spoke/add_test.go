@@ -30,6 +30,7 @@ func TestAddRefusesBadKubeconfigs(t *testing.T) {
 		wantErr string
 	}{
 		{"exec plugin", func(t *testing.T) string {
+			t.Helper()
 			cfg := kubeconfigOf(t, spoke1)
 			u := currentUser(cfg)
 			u.ClientCertificateData, u.ClientKeyData = nil, nil
@@ -37,6 +38,7 @@ func TestAddRefusesBadKubeconfigs(t *testing.T) {
 			return writeKubeconfig(t, cfg)
 		}, `runs the exec plugin "aws-iam-authenticator"`},
 		{"short-lived token", func(t *testing.T) string {
+			t.Helper()
 			cfg := kubeconfigOf(t, spoke1)
 			u := currentUser(cfg)
 			u.ClientCertificateData, u.ClientKeyData = nil, nil
@@ -44,22 +46,26 @@ func TestAddRefusesBadKubeconfigs(t *testing.T) {
 			return writeKubeconfig(t, cfg)
 		}, "token of user"},
 		{"expired certificate", func(t *testing.T) string {
+			t.Helper()
 			return writeKubeconfig(t, signedCert(t, spoke1, "expired", time.Now().Add(-time.Hour)))
 		}, "client certificate of user"},
 		{"certificate expiring within the minimum lifetime", func(t *testing.T) string {
 			return writeKubeconfig(t, signedCert(t, spoke1, "soon", time.Now().Add(30*24*time.Hour)))
 		}, "sooner than --min-credential-lifetime"},
 		{"unreachable server", func(t *testing.T) string {
+			t.Helper()
 			cfg := kubeconfigOf(t, spoke1)
 			cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server = "https://127.0.0.1:1"
 			return writeKubeconfig(t, cfg)
 		}, "did not answer"},
 		{"missing context", func(t *testing.T) string {
+			t.Helper()
 			cfg := kubeconfigOf(t, spoke1)
 			cfg.CurrentContext = "gone"
 			return writeKubeconfig(t, cfg)
 		}, `current-context "gone" is not defined`},
 		{"garbage", func(t *testing.T) string {
+			t.Helper()
 			return writeFile(t, "garbage", "\x7fELF\x02\x01 certainly: [not a kubeconfig")
 		}, "is not a kubeconfig"},
 	}

@@ -37,6 +37,7 @@ func throughFault(t *testing.T, f *harness.Fault) func(args ...string) harness.R
 }
 
 func entries(t *testing.T, path, name string) int {
+	t.Helper()
 	return strings.Count(readFile(t, path), "- name: "+name+"\n")
 }
 

@@ -87,6 +87,7 @@ func finishJoin(t *testing.T, s *harness.Background, v harness.JoinValues, name 
 // unjoinByHand takes a cluster joined out of band off the hub, as
 // UnjoinSteps says, so that the tests after see the hub as it was.
 func unjoinByHand(t *testing.T, name string) {
+	t.Helper()
 	hub.StopAgent(name)
 	clusters := hub.Dynamic.Resource(ocm.ManagedClusterResource)
 	err := clusters.Delete(ctx(t), name, metav1.DeleteOptions{})

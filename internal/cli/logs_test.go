@@ -19,6 +19,7 @@ import (
 
 // verbose sends klog's output at -v=level to the returned buffer for the test.
 func verbose(t *testing.T, level string) *bytes.Buffer {
+	t.Helper()
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	var buf bytes.Buffer

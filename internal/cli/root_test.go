@@ -21,6 +21,7 @@ import (
 )
 
 func testRoot(t *testing.T, streams genericiooptions.IOStreams) *cobra.Command {
+	t.Helper()
 	// The --cache-dir default in the help text comes from HOME.
 	t.Setenv("HOME", "/home/user")
 	root, _ := NewRoot(Plugin{Name: "sample", Short: "A sample plugin", Long: "A sample plugin for tests."}, streams)

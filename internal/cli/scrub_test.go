@@ -21,6 +21,7 @@ import (
 
 // serveVersion is an API server that answers /version.
 func serveVersion(t *testing.T) *url.URL {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"gitVersion":"v1.37.0"}`)
@@ -35,6 +36,7 @@ func serveVersion(t *testing.T) *url.URL {
 // captureStderr sends what is written to os.Stderr (klog's output) to a
 // file while the test runs and returns a function that reads it.
 func captureStderr(t *testing.T) func() string {
+	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	assert.NilError(t, err)
 	old := os.Stderr
@@ -86,6 +88,7 @@ func TestExecuteScrubsErrors(t *testing.T) {
 
 // emptyFile is an empty kubeconfig, so only the flags choose the server.
 func emptyFile(t *testing.T) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "kubeconfig")
 	assert.NilError(t, os.WriteFile(p, nil, 0o600))
 	return p

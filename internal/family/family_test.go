@@ -39,6 +39,7 @@ var plugins = []plugin{
 // flag of it at a time. A new leaf command must be added here, so that the
 // rules apply to it too.
 func leafArgs(t *testing.T) map[string][]string {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "spoke.kubeconfig")
 	assert.NilError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
@@ -160,6 +161,7 @@ func TestEveryLeafCommandKeepsTheFamilysPromises(t *testing.T) {
 
 // checkHelp: a summary, a description and examples that run the command.
 func checkHelp(t *testing.T, c *cobra.Command) {
+	t.Helper()
 	assert.Check(t, c.Short != "", "no Short")
 	assert.Check(t, c.Long != "", "no Long")
 	assert.Check(t, is.Contains(c.Example, c.CommandPath()+" "), "the examples do not run the command")
@@ -168,6 +170,7 @@ func checkHelp(t *testing.T, c *cobra.Command) {
 // checkOutput: -o takes every report format, and an unknown one is a usage
 // error before any request.
 func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	f := c.Flags().Lookup("output")
 	if !assert.Check(t, f != nil && f.Shorthand == "o", "no -o/--output") {
 		return
@@ -186,6 +189,7 @@ func checkOutput(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // means no limit, as its help says; a negative one is a usage error before
 // any request, and 0 goes on to the work.
 func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	f := c.Flags().Lookup("timeout")
 	if !waits[c.CommandPath()] {
 		assert.Check(t, f == nil, "--timeout, though the command is not in waits")
@@ -206,6 +210,7 @@ func checkTimeout(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // checkChunkSize: --chunk-size is kubectl's, 500 by default; a negative one
 // is a usage error before any request.
 func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	f := c.Flags().Lookup("chunk-size")
 	if f == nil {
 		return
@@ -236,6 +241,7 @@ func checkListing(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // " " as the empty selector, which selects everything: `fleetdrain cluster
 // -l " "` would taint every cluster of the fleet.
 func checkSelectors(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	c.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Name != "selector" && !strings.HasSuffix(f.Name, "-selector") {
 			return
@@ -270,6 +276,7 @@ func withoutNames(c *cobra.Command, line []string) []string {
 // none|client|server, completed as such; another value is a usage error
 // before any request.
 func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	f := c.Flags().Lookup("dry-run")
 	if reads[c.CommandPath()] {
 		assert.Check(t, f == nil, "--dry-run, though the command only reads")
@@ -291,6 +298,7 @@ func checkDryRun(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // checkFiles: a file flag naming a file that is not there is refused
 // (exit 3, naming the file) before any request: local input is read first.
 func checkFiles(t *testing.T, p plugin, c *cobra.Command, line []string) {
+	t.Helper()
 	c.Flags().VisitAll(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[cobra.BashCompFilenameExt]; !ok {
 			return

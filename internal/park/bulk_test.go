@@ -34,6 +34,7 @@ import (
 
 // parkedCluster is threePools parked by park, named name and labelled env=dev.
 func parkedCluster(t *testing.T, name string) *capi.Cluster {
+	t.Helper()
 	c := applyToCluster(t, threePools(), func(c *capi.Cluster) Patch {
 		p, err := PlanPark(c, parkedAt, "alice")
 		assert.NilError(t, err)

@@ -40,6 +40,7 @@ const notFound = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason"
 // cluster to add (the kubeconfig reaches it and may do everything), with no
 // spoke-1 yet.
 func fakeFleet(t *testing.T) *clitest.APIServer {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/hubs", 200,
 		`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"HubList","metadata":{},"items":[{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Hub","metadata":{"name":"hub","namespace":"mural-system"}}]}`)

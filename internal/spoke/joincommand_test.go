@@ -66,6 +66,7 @@ func TestJoinCommandPlans(t *testing.T) {
 // joinHub is a hub where edge-1 is free, the user may do everything, and
 // the bootstrap ServiceAccount mints tokens.
 func joinHub(t *testing.T) *clitest.APIServer {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/spokes", 200, `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"SpokeList","metadata":{},"items":[]}`)
 	srv.Respond("GET /apis/cluster.open-cluster-management.io/v1/managedclusters/edge-1", 404, notFound)

@@ -32,6 +32,7 @@ func TestRemoveRefusesWhenTheHubCannotUseTheStoredCredential(t *testing.T) {
 		`"finalizers":["fleetconfig.open-cluster-management.io/hub-cleanup-preflight","fleetconfig.open-cluster-management.io/hub-cleanup","fleetconfig.open-cluster-management.io/spoke-cleanup"]},` +
 		`"spec":{"hubRef":{"name":"hub","namespace":"mural-system"},"kubeconfig":{"secretReference":{"name":"spoke-1-kubeconfig"}}}}`
 	fleet := func(t *testing.T) *clitest.APIServer {
+		t.Helper()
 		srv := clitest.NewAPIServer(t)
 		srv.Respond("GET /apis/fleetconfig.open-cluster-management.io/v1beta1/namespaces/mural-system/spokes/spoke-1", 200, unified)
 		srv.Respond("GET /apis/work.open-cluster-management.io/v1/namespaces/spoke-1/manifestworks", 200, `{"apiVersion":"work.open-cluster-management.io/v1","kind":"ManifestWorkList","metadata":{},"items":[]}`)

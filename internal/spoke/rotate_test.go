@@ -176,6 +176,7 @@ func TestPlanRotate(t *testing.T) {
 }
 
 func rotateValuesFile(t *testing.T, data string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "values.yaml")
 	assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
 	return p

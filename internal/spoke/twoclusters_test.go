@@ -19,6 +19,7 @@ import (
 // cluster reaches (another UID), or a second endpoint of spoke-1's cluster
 // (the same UID, another URL).
 func spokeCluster(t *testing.T, uid string) *clitest.APIServer {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	srv.Respond("GET /api/v1/namespaces/kube-system", 200, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kube-system","uid":"`+uid+`"}}`)
 	srv.Respond("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", 201, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","status":{"allowed":true}}`)

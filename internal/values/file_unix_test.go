@@ -42,6 +42,7 @@ func TestWriteKeepsOwnerGroupAndSetgid(t *testing.T) {
 // otherGroup is a group the test may give a file to that a new file would
 // not get anyway: any one for root, else a supplementary group of the user.
 func otherGroup(t *testing.T) int {
+	t.Helper()
 	if os.Geteuid() == 0 {
 		return 8765
 	}
