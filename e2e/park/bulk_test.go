@@ -40,7 +40,7 @@ func TestBulkParkAndResume(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 0, r)
 		for _, name := range names {
 			assert.Check(t, is.Regexp(`(?m)^`+name+`\s+Parked\s+md-0\s`, r.Stdout), r)
-			c := getCluster(t, namespace, name)
+			c := getCluster(t, name)
 			assert.DeepEqual(t, pools(c), []string{"md-0=0 autoscaler=.."})
 			assert.Check(t, c.Annotations[park.RecordAnnotation] != "", name)
 			assert.Equal(t, runningWorkers(t, namespace, name), 0)
@@ -81,7 +81,7 @@ func TestBulkParkAndResume(t *testing.T) {
 		}
 		assert.Equal(t, runningWorkers(t, namespace, "bulk-c"), 0)
 		// The pools of all three are restored: only the wait ran out.
-		assert.DeepEqual(t, pools(getCluster(t, namespace, "bulk-c")), []string{"md-0=1 autoscaler=.."})
+		assert.DeepEqual(t, pools(getCluster(t, "bulk-c")), []string{"md-0=1 autoscaler=.."})
 	})
 
 	t.Run("with the template back, the same command finishes", func(t *testing.T) {

@@ -43,7 +43,7 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 	assert.NilError(t, platform.KamajiStandIn(ctx(t), namespace, "drained"))
 	waitRunningWorkers(t, namespace, "drained", 1)
 	moveToTenant(t, namespace, "drained")
-	machine, node := workerNode(t, namespace, "drained")
+	machine, node := workerNode(t, "drained")
 
 	// db-0 runs on the worker, guarded by a budget that allows no disruption;
 	// a claim holds storage; a pod cannot be scheduled; a CSR waits.

@@ -32,7 +32,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "cluster "+namespace+"/fault-park parked: 2 pool(s) set to 0 replicas"), r)
 	assert.Check(t, is.Contains(r.Stderr, "timed out after 15s waiting for worker machines of fault-park"), r)
 	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "the park was written once")
-	parked := getCluster(t, namespace, "fault-park")
+	parked := getCluster(t, "fault-park")
 	assert.DeepEqual(t, pools(parked), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=.."})
 	record := parked.Annotations[park.RecordAnnotation]
 	assert.Check(t, record != "")
@@ -41,7 +41,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, "already parked"), r)
 	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "nothing written again")
-	after := getCluster(t, namespace, "fault-park")
+	after := getCluster(t, "fault-park")
 	assert.Equal(t, after.Annotations[park.RecordAnnotation], record, "the first record is kept")
 	assert.Equal(t, runningWorkers(t, namespace, "fault-park"), 0)
 }
@@ -72,7 +72,7 @@ func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "the readiness of their nodes was not checked"), r)
 	assert.Equal(t, parkWrites(t, namespace, "fault-resume"), before+1, "one write")
 	running := []string{"md-0=2 autoscaler=..", "md-1=1 autoscaler=.."}
-	assert.DeepEqual(t, pools(getCluster(t, namespace, "fault-resume")), running)
+	assert.DeepEqual(t, pools(getCluster(t, "fault-resume")), running)
 
 	proxy.Clear()
 	r = kubectl(t, args...)
@@ -80,7 +80,7 @@ func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "is not parked: nothing changed"), r)
 	assert.Check(t, is.Contains(r.Stderr, "nodes Ready: 3 of 3"), r)
 	assert.Equal(t, parkWrites(t, namespace, "fault-resume"), before+1, "nothing written again")
-	after := getCluster(t, namespace, "fault-resume")
+	after := getCluster(t, "fault-resume")
 	assert.DeepEqual(t, pools(after), running)
 	_, recorded := after.Annotations[park.RecordAnnotation]
 	assert.Check(t, !recorded)

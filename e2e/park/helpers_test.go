@@ -35,9 +35,9 @@ func kubectl(t *testing.T, args ...string) harness.Result {
 	return harness.Kubectl(t, platform.For(t.TempDir()), args...)
 }
 
-func getCluster(t *testing.T, ns, name string) *capiapi.Cluster {
+func getCluster(t *testing.T, name string) *capiapi.Cluster {
 	t.Helper()
-	u, err := platform.Dynamic.Resource(clusters).Namespace(ns).Get(ctx(t), name, metav1.GetOptions{})
+	u, err := platform.Dynamic.Resource(clusters).Namespace(namespace).Get(ctx(t), name, metav1.GetOptions{})
 	assert.NilError(t, err)
 	c, err := capiapi.FromUnstructured[capiapi.Cluster](u)
 	assert.NilError(t, err)
@@ -119,9 +119,9 @@ func parkWrites(t *testing.T, ns, name string) int {
 
 // workloadKubeconfig writes the cluster's admin kubeconfig, as Cluster API
 // keeps it in the NAME-kubeconfig Secret, to a file of the test.
-func workloadKubeconfig(t *testing.T, ns, name string) string {
+func workloadKubeconfig(t *testing.T, name string) string {
 	t.Helper()
-	s, err := platform.Kube.CoreV1().Secrets(ns).Get(ctx(t), capiapi.KubeconfigSecretName(name), metav1.GetOptions{})
+	s, err := platform.Kube.CoreV1().Secrets(namespace).Get(ctx(t), capiapi.KubeconfigSecretName(name), metav1.GetOptions{})
 	assert.NilError(t, err)
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	assert.NilError(t, os.WriteFile(path, s.Data[capiapi.KubeconfigSecretKey], 0o600))

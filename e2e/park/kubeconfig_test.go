@@ -45,7 +45,7 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		info, err := os.Stat(admin)
 		assert.NilError(t, err)
 		assert.Equal(t, info.Mode().Perm(), os.FileMode(0o600))
-		_, node := workerNode(t, namespace, "kc")
+		_, node := workerNode(t, "kc")
 		r = workload(t, admin, "get", "nodes")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, node), r)
@@ -69,7 +69,7 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 	t.Run("--role: tokens that may read, not delete", func(t *testing.T) {
 		// The simulated API server has no RBAC or TokenRequest: a real one.
 		moveToTenant(t, namespace, "kc")
-		_, node := workerNode(t, namespace, "kc")
+		_, node := workerNode(t, "kc")
 		view := filepath.Join(dir, "kc-view.kubeconfig")
 		r := kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", view, "--role", "view", "--dry-run=client")
 		assert.Equal(t, r.ExitCode, 0, r)
@@ -87,7 +87,7 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		assert.Check(t, r.ExitCode != 0 && strings.Contains(r.Stderr, "forbidden"), r)
 		// A role that reads nodes, made by the cluster's admin: its token
 		// lists them.
-		r = workload(t, workloadKubeconfig(t, namespace, "kc"), "create", "clusterrole", "node-reader", "--verb", "get,list", "--resource", "nodes")
+		r = workload(t, workloadKubeconfig(t, "kc"), "create", "clusterrole", "node-reader", "--verb", "get,list", "--resource", "nodes")
 		assert.Equal(t, r.ExitCode, 0, r)
 		reader := filepath.Join(dir, "kc-reader.kubeconfig")
 		r = kubectl(t, "park", "kubeconfig", "kc", "-n", namespace, "--output-file", reader, "--role", "node-reader")

@@ -37,7 +37,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 	assert.NilError(t, platform.KamajiStandIn(ctx(t), namespace, "app"))
 	// The autoscaled pool starts at its minimum (Cluster API's defaulting).
 	waitRunningWorkers(t, namespace, "app", 6)
-	assert.DeepEqual(t, pools(getCluster(t, namespace, "app")), []string{"md-0=3 autoscaler=..", "md-1=2 autoscaler=..", "auto=unset autoscaler=1..5"})
+	assert.DeepEqual(t, pools(getCluster(t, "app")), []string{"md-0=3 autoscaler=..", "md-1=2 autoscaler=..", "auto=unset autoscaler=1..5"})
 
 	t.Run("the real topology controller made MachineDeployments with MachineSets owning the Machines", func(t *testing.T) {
 		mds, err := platform.Dynamic.Resource(machineDeployments).Namespace(namespace).List(ctx(t), metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=app"})
@@ -82,7 +82,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write to the Cluster, counted by the API server")
-		after := getCluster(t, namespace, "app")
+		after := getCluster(t, "app")
 		assert.DeepEqual(t, pools(after), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=..", "auto=0 autoscaler=.."})
 		record = after.Annotations[park.RecordAnnotation]
 		rec, err := park.ParseRecord(record)
@@ -127,7 +127,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stdout, "already parked"), r)
 		assert.Equal(t, parkWrites(t, namespace, "app"), before)
-		assert.Equal(t, getCluster(t, namespace, "app").Annotations[park.RecordAnnotation], record)
+		assert.Equal(t, getCluster(t, "app").Annotations[park.RecordAnnotation], record)
 	})
 
 	t.Run("resume restores exactly what was recorded, through the real controllers", func(t *testing.T) {
@@ -138,14 +138,14 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Check(t, is.Contains(r.Stderr, "machines provisioning"), r)
 		assert.Check(t, is.Contains(r.Stderr, "all 6 worker(s) running"), r)
 		assert.Check(t, is.Contains(r.Stderr, "nodes of app: nodes Ready: 6 of 6"), "the wait ends on Ready nodes: %s", r)
-		after := getCluster(t, namespace, "app")
+		after := getCluster(t, "app")
 		assert.DeepEqual(t, pools(after), []string{"md-0=3 autoscaler=..", "md-1=2 autoscaler=..", "auto=unset autoscaler=1..5"})
 		_, recorded := after.Annotations[park.RecordAnnotation]
 		assert.Check(t, !recorded, "the record is removed")
 		assert.Equal(t, runningWorkers(t, namespace, "app"), 6)
 		// The nodes joined the workload cluster and are Ready there.
 		// (The simulated API server serves no table columns: read the condition.)
-		nodes := workload(t, workloadKubeconfig(t, namespace, "app"), "get", "nodes",
+		nodes := workload(t, workloadKubeconfig(t, "app"), "get", "nodes",
 			"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		assert.Equal(t, nodes.ExitCode, 0, nodes)
 		assert.Equal(t, strings.Count(nodes.Stdout, "=True\n"), 7, nodes)
@@ -233,7 +233,7 @@ func TestParkRacesAConcurrentEdit(t *testing.T) {
 	p := platform.WithFault(ctx(t), t, &harness.Fault{Method: "PATCH", PathContains: "/clusters/raced", Action: harness.Interleave, Interleave: edit})
 	r := harness.Kubectl(t, p.For(t.TempDir()), "park", "cluster", "raced", "-n", namespace)
 	assert.Equal(t, r.ExitCode, 0, r)
-	c := getCluster(t, namespace, "raced")
+	c := getCluster(t, "raced")
 	assert.DeepEqual(t, pools(c), []string{"md-0=0 autoscaler=..", "md-1=0 autoscaler=.."})
 	rec, err := park.ParseRecord(c.Annotations[park.RecordAnnotation])
 	assert.NilError(t, err)
@@ -288,7 +288,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		// Running it again finishes the job.
 		r = kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
-		assert.DeepEqual(t, pools(getCluster(t, namespace, "hand")), []string{"md-0=1 autoscaler=..", "md-1=1 autoscaler=.."})
+		assert.DeepEqual(t, pools(getCluster(t, "hand")), []string{"md-0=1 autoscaler=..", "md-1=1 autoscaler=.."})
 		assert.Equal(t, runningWorkers(t, namespace, "hand"), 2)
 	})
 }

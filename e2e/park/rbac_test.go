@@ -73,7 +73,7 @@ subjects:
 	createCluster(t, namespace, "least", "least-class", "{class: default-worker, name: md-0, replicas: 2}")
 	waitRunningWorkers(t, namespace, "least", 2)
 	// The user's own access to the workload cluster, as a file.
-	own := workloadKubeconfig(t, namespace, "least")
+	own := workloadKubeconfig(t, "least")
 
 	// Neither --cluster-kubeconfig nor the opt-in: --wait refuses before the
 	// patch, and names both ways in.
@@ -103,7 +103,7 @@ subjects:
 	}
 
 	// park's patch reaches no other field of a Cluster.
-	cluster := getCluster(t, namespace, "least")
+	cluster := getCluster(t, "least")
 	wantDenied(t, as, "spokekit-park-cluster-fields", map[string][]string{
 		"topology.version":       {"--type", "merge", "-p", `{"spec":{"topology":{"version":"v1.37.1"}}}`},
 		"topology.classRef":      {"--type", "merge", "-p", `{"spec":{"topology":{"classRef":{"name":"other-class"}}}}`},
@@ -111,7 +111,7 @@ subjects:
 		"paused":                 {"--type", "merge", "-p", `{"spec":{"paused":true}}`},
 		"control-plane replicas": {"--type", "merge", "-p", `{"spec":{"topology":{"controlPlane":{"replicas":3}}}}`},
 	})
-	assert.DeepEqual(t, getCluster(t, namespace, "least").Spec, cluster.Spec)
+	assert.DeepEqual(t, getCluster(t, "least").Spec, cluster.Spec)
 
 	// spokekit-park-list lists every namespace and writes nothing.
 	lister, err := platform.ServiceAccountCommand(ctx(t), t.TempDir(), "spokekit-ops", "lister")
@@ -127,7 +127,7 @@ subjects:
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "nothing was changed"), r)
 	assert.Equal(t, parkWrites(t, namespace, "least"), before, "nothing written")
-	assert.DeepEqual(t, getCluster(t, namespace, "least").Spec, cluster.Spec)
+	assert.DeepEqual(t, getCluster(t, "least").Spec, cluster.Spec)
 
 	// The role reads no Secret: the cluster's admin kubeconfig and CA keys
 	// stay out of reach without the opt-in.

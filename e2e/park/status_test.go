@@ -47,9 +47,9 @@ func soleWorker(t *testing.T, ns, cluster string) (machine, node string, ok bool
 }
 
 // workerNode names the Node of the cluster's one running worker Machine.
-func workerNode(t *testing.T, ns, cluster string) (machine, node string) {
+func workerNode(t *testing.T, cluster string) (machine, node string) {
 	t.Helper()
-	machine, node, ok := soleWorker(t, ns, cluster)
+	machine, node, ok := soleWorker(t, namespace, cluster)
 	if !ok {
 		t.Fatalf("cluster %s has not exactly one running worker with a node", cluster)
 	}
@@ -68,12 +68,12 @@ healthCheck:
     - {type: Ready, status: "False", timeoutSeconds: 1}`)
 	assert.NilError(t, platform.KamajiStandIn(ctx(t), namespace, "flaky"))
 	waitRunningWorkers(t, namespace, "flaky", 1)
-	broken, node := workerNode(t, namespace, "flaky")
+	broken, node := workerNode(t, "flaky")
 
 	// The node turns NotReady in the workload cluster (the simulated API
 	// server keeps what it is told; no kubelet reports otherwise).
 	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	r := workload(t, workloadKubeconfig(t, namespace, "flaky"), "patch", "node", node, "--type=merge", "-p",
+	r := workload(t, workloadKubeconfig(t, "flaky"), "patch", "node", node, "--type=merge", "-p",
 		`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"e2e","lastHeartbeatTime":"`+since+`","lastTransitionTime":"`+since+`"}]}}`)
 	assert.Equal(t, r.ExitCode, 0, r)
 

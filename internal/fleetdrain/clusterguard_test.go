@@ -32,8 +32,9 @@ func guardSet(name, selectorType string, selector *metav1.LabelSelector) ocm.Man
 	return s
 }
 
-func guardBinding(ns, set string) ocm.ManagedClusterSetBinding {
-	b := ocm.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: ns}}
+// guardBinding binds set to the namespace apps, where the tests' placements are.
+func guardBinding(set string) ocm.ManagedClusterSetBinding {
+	b := ocm.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: set, Namespace: "apps"}}
 	b.Spec.ClusterSet = set
 	return b
 }
@@ -74,7 +75,7 @@ func TestGuardPlacements(t *testing.T) {
 				guardCluster("x", "other", nil),
 			},
 			Sets:     []ocm.ManagedClusterSet{guardSet("set1", "", nil), guardSet("other", ocm.ClusterSetSelectorExclusive, nil)},
-			Bindings: []ocm.ManagedClusterSetBinding{guardBinding("apps", "set1")},
+			Bindings: []ocm.ManagedClusterSetBinding{guardBinding("set1")},
 		}
 	}
 	cases := []struct {
@@ -216,7 +217,7 @@ func TestGuardPlacements(t *testing.T) {
 		},
 		{
 			name: "clusterSets narrows the bound sets: the drained one is not its", placement: guardPlacement("other", func(s *ocm.PlacementSpec) { s.ClusterSets = []string{"other"} }),
-			edit:     func(s *FleetState) { s.Bindings = append(s.Bindings, guardBinding("apps", "other")) },
+			edit:     func(s *FleetState) { s.Bindings = append(s.Bindings, guardBinding("other")) },
 			selected: []string{"x"}, drain: []string{"a", "b", "c"},
 		},
 		{
@@ -225,14 +226,14 @@ func TestGuardPlacements(t *testing.T) {
 		},
 		{
 			name: "a binding to a set that does not exist binds nothing", placement: guardPlacement("ghost", nil),
-			edit:     func(s *FleetState) { s.Bindings = []ocm.ManagedClusterSetBinding{guardBinding("apps", "gone")} },
+			edit:     func(s *FleetState) { s.Bindings = []ocm.ManagedClusterSetBinding{guardBinding("gone")} },
 			selected: []string{}, drain: []string{"a"},
 		},
 		{
 			name: "a LabelSelector set", placement: guardPlacement("all", nil),
 			edit: func(s *FleetState) {
 				s.Sets = append(s.Sets, guardSet("global", ocm.ClusterSetSelectorLabels, &metav1.LabelSelector{}))
-				s.Bindings = []ocm.ManagedClusterSetBinding{guardBinding("apps", "global")}
+				s.Bindings = []ocm.ManagedClusterSetBinding{guardBinding("global")}
 			},
 			selected: []string{"a", "b", "c", "x"}, drain: []string{"x"}, min: MinAvailable{All: &three},
 			want: &PlacementCheck{Verdict: GuardKept, Remaining: []string{"a", "b", "c"}, Required: 3, Predicted: []string{"a", "b", "c"}},
@@ -241,7 +242,7 @@ func TestGuardPlacements(t *testing.T) {
 			name: "a set selector type it does not know", placement: guardPlacement("all", nil),
 			edit: func(s *FleetState) {
 				s.Sets = append(s.Sets, guardSet("future", "PlacementSelector", nil))
-				s.Bindings = append(s.Bindings, guardBinding("apps", "future"))
+				s.Bindings = append(s.Bindings, guardBinding("future"))
 			},
 			selected: []string{"x"}, drain: []string{"c"},
 			want: &PlacementCheck{Verdict: GuardCannotCheck, Remaining: []string{}, Required: 1, Reason: `ManagedClusterSet future selects its clusters by "PlacementSelector", which the guard does not know`},

@@ -46,8 +46,9 @@ func managementOf(t *testing.T, given bool, rules ...capi.MachineDrainRule) (*Ma
 	return &ManagementCluster{Dynamic: dyn, Source: "--platform-kubeconfig mgmt", Given: given}, dyn
 }
 
-func machineNode(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+// machineNode is worker-1, the Node of a Machine of the cluster fleet/md-0.
+func machineNode() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Annotations: map[string]string{
 		capi.MachineAnnotation: "md-0-abc", capi.ClusterNamespaceAnnotation: "fleet",
 	}}}
 }
@@ -56,7 +57,7 @@ func TestReadNodeRules(t *testing.T) {
 	workload, _ := fakeCluster(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
 	mgmt, _ := managementOf(t, true, rule("b-skip", capi.DrainBehaviorSkip, nil), rule("a-last", capi.DrainBehaviorDrain, order(5)))
 	plain := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
-	got, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode("worker-1"), plain})
+	got, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode(), plain})
 	assert.NilError(t, err)
 	assert.Equal(t, len(got), 1, "a node of no Machine drains as kubectl drain does")
 	r := got["worker-1"]
@@ -69,7 +70,7 @@ func TestReadNodeRules(t *testing.T) {
 
 func TestReadNodeRulesWithoutManagementCluster(t *testing.T) {
 	workload, _ := fakeCluster(t)
-	got, err := ReadNodeRules(context.Background(), nil, workload, []*corev1.Node{machineNode("worker-1")})
+	got, err := ReadNodeRules(context.Background(), nil, workload, []*corev1.Node{machineNode()})
 	assert.NilError(t, err)
 	assert.Equal(t, got["worker-1"].Source, rulesNotRead)
 	assert.Check(t, got["worker-1"].Rules == nil)
@@ -116,14 +117,14 @@ func TestReadNodeRulesRefusesWhatItCannotRead(t *testing.T) {
 			if tc.fault != nil {
 				tc.fault(dyn)
 			}
-			_, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode("worker-1")})
+			_, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode()})
 			assert.ErrorContains(t, err, tc.want)
 			assert.ErrorContains(t, err, "nothing was changed")
 			assert.Check(t, exitcode.IsRefused(err))
 
 			if tc.fault != nil {
 				mgmt.Given = false
-				got, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode("worker-1")})
+				got, err := ReadNodeRules(context.Background(), mgmt, workload, []*corev1.Node{machineNode()})
 				assert.NilError(t, err, "the current context need not be the management cluster")
 				assert.Equal(t, got["worker-1"].Source, rulesNotRead)
 			}

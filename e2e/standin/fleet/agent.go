@@ -41,7 +41,7 @@ func (f *Fleet) startInstalledAgents(ctx context.Context) {
 		_, running := f.agents[cluster]
 		kubeconfig := f.installed[cluster]
 		f.mu.Unlock()
-		if running || kubeconfig == nil || w.GetDeletionTimestamp() != nil || !conditionIs(w, "Applied", "True") {
+		if running || kubeconfig == nil || w.GetDeletionTimestamp() != nil || !conditionTrue(w, "Applied") {
 			continue
 		}
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)

@@ -703,7 +703,7 @@ func (f *Fleet) hubWork(ctx context.Context, s *spoke, st *status, hub *unstruct
 		}
 		return nil
 	}
-	if !conditionIs(mc, conditionMCJoined, "True") {
+	if !conditionTrue(mc, conditionMCJoined) {
 		msg := fmt.Sprintf("failed to join spoke cluster %s: %s", s.Name, conditionMessage(mc, conditionMCJoined))
 		st.set(cond(conditionJoined, metav1.ConditionFalse, metav1.ConditionTrue, msg))
 		return errors.New(msg)
@@ -739,7 +739,7 @@ func (f *Fleet) join(ctx context.Context, s *spoke, hub *unstructured.Unstructur
 	if hub == nil {
 		return errors.New("hub not found")
 	}
-	if !conditionIs(hub, conditionHubInitialized, "True") {
+	if !conditionTrue(hub, conditionHubInitialized) {
 		return errors.New("hub does not have initialized condition")
 	}
 	c, err := reachSpoke(ctx, kubeconfig)
@@ -810,9 +810,9 @@ func findCondition(u *unstructured.Unstructured, t string) map[string]any {
 
 func hasCondition(u *unstructured.Unstructured, t string) bool { return findCondition(u, t) != nil }
 
-func conditionIs(u *unstructured.Unstructured, t, status string) bool {
+func conditionTrue(u *unstructured.Unstructured, t string) bool {
 	c := findCondition(u, t)
-	return c != nil && c["status"] == status
+	return c != nil && c["status"] == "True"
 }
 
 func conditionMessage(u *unstructured.Unstructured, t string) string {

@@ -65,7 +65,7 @@ func (f *Fleet) hubState(ctx context.Context, namespace, name string) (bool, boo
 	if err != nil {
 		return false, false, err
 	}
-	return true, conditionIs(h, conditionHubInitialized, "True"), nil
+	return true, conditionTrue(h, conditionHubInitialized), nil
 }
 
 func (f *Fleet) addOns(ctx context.Context) ([]string, error) {
