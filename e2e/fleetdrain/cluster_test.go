@@ -131,7 +131,13 @@ func addTaints(t *testing.T, c *harness.Cluster, cluster string, add ...ocm.Tain
 
 func workExists(t *testing.T, c *harness.Cluster, cluster, name string) bool {
 	t.Helper()
-	_, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Get(ctx(t, time.Minute), name, metav1.GetOptions{})
+	return workExistsIn(ctx(t, time.Minute), t, c, cluster, name)
+}
+
+// workExistsIn is workExists within cx (a poll's context).
+func workExistsIn(cx context.Context, t *testing.T, c *harness.Cluster, cluster, name string) bool {
+	t.Helper()
+	_, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Get(cx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -145,7 +151,7 @@ func waitWorks(t *testing.T, f fleet, spoke *harness.Cluster, cluster string, ex
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, w := range works {
-			if workExists(t, f.hub.Cluster, cluster, w) != exist {
+			if workExistsIn(ctx, t, f.hub.Cluster, cluster, w) != exist {
 				return false, nil
 			}
 			_, err := spoke.Kube.CoreV1().ConfigMaps("default").Get(ctx, w, metav1.GetOptions{})

@@ -144,8 +144,8 @@ spec:
 		joinSet(t, f.hub.Cluster, name, set)
 	}
 	for _, name := range clusters {
-		err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return workExists(t, f.hub.Cluster, name, "web"), nil
+		err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+			return workExistsIn(cx, t, f.hub.Cluster, name, "web"), nil
 		})
 		assert.NilError(t, err, "the placement's work on %s", name)
 	}

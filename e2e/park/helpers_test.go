@@ -44,19 +44,20 @@ func getCluster(t *testing.T, name string) *capiapi.Cluster {
 	return c
 }
 
-// clusterMachines lists the cluster's Machines.
-func clusterMachines(t *testing.T, ns, name string) []unstructured.Unstructured {
+// clusterMachines lists the cluster's Machines within cx.
+func clusterMachines(cx context.Context, t *testing.T, ns, name string) []unstructured.Unstructured {
 	t.Helper()
-	l, err := platform.Dynamic.Resource(machines).Namespace(ns).List(ctx(t), metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=" + name})
+	l, err := platform.Dynamic.Resource(machines).Namespace(ns).List(cx, metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=" + name})
 	assert.NilError(t, err)
 	return l.Items
 }
 
 // runningWorkerMachines lists the cluster's Running worker Machines: those a
 // MachineSet owns, as Cluster API makes them, and not being deleted.
-func runningWorkerMachines(t *testing.T, ns, name string) []unstructured.Unstructured {
+func runningWorkerMachines(cx context.Context, t *testing.T, ns, name string) []unstructured.Unstructured {
+	t.Helper()
 	var running []unstructured.Unstructured
-	for _, m := range clusterMachines(t, ns, name) {
+	for _, m := range clusterMachines(cx, t, ns, name) {
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		if phase == capiapi.MachinePhaseRunning && m.GetDeletionTimestamp() == nil && ownedBy(m, "MachineSet") {
 			running = append(running, m)
@@ -67,7 +68,7 @@ func runningWorkerMachines(t *testing.T, ns, name string) []unstructured.Unstruc
 
 func runningWorkers(t *testing.T, ns, name string) int {
 	t.Helper()
-	return len(runningWorkerMachines(t, ns, name))
+	return len(runningWorkerMachines(ctx(t), t, ns, name))
 }
 
 func ownedBy(m unstructured.Unstructured, kind string) bool {
@@ -81,8 +82,8 @@ func ownedBy(m unstructured.Unstructured, kind string) bool {
 
 func waitRunningWorkers(t *testing.T, ns, name string, want int) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
-		return runningWorkers(t, ns, name) == want, nil
+	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 5*time.Minute, true, func(cx context.Context) (bool, error) {
+		return len(runningWorkerMachines(cx, t, ns, name)) == want, nil
 	})
 	assert.NilError(t, err, "waiting for %d running workers of %s (have %d)", want, name, runningWorkers(t, ns, name))
 }

@@ -47,7 +47,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 			// Named after the cluster and the pool, with a random suffix.
 			assert.Check(t, is.Regexp(`^app-(md-0|md-1|auto)-[a-z0-9]+$`, md.GetName()))
 		}
-		for _, m := range clusterMachines(t, namespace, "app") {
+		for _, m := range clusterMachines(ctx(t), t, namespace, "app") {
 			assert.Check(t, ownedBy(m, "MachineSet") || ownedBy(m, "KubeadmControlPlane"), m.GetName())
 		}
 	})
@@ -78,7 +78,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 	var record string
 	t.Run("park writes the Cluster once; Cluster API scales every pool to zero", func(t *testing.T) {
 		before := parkWrites(t, namespace, "app")
-		machinesBefore := clusterMachines(t, namespace, "app")
+		machinesBefore := clusterMachines(ctx(t), t, namespace, "app")
 		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write to the Cluster, counted by the API server")
@@ -92,7 +92,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Equal(t, runningWorkers(t, namespace, "app"), 0)
 		// The MachineSets scaled to zero deleted the Machines; the control
 		// plane's machine stays.
-		left := clusterMachines(t, namespace, "app")
+		left := clusterMachines(ctx(t), t, namespace, "app")
 		assert.Equal(t, len(left), 1)
 		assert.Check(t, ownedBy(left[0], "KubeadmControlPlane"))
 		sets, err := platform.Dynamic.Resource(machineSets).Namespace(namespace).List(ctx(t), metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=app"})
@@ -150,8 +150,11 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.Equal(t, nodes.ExitCode, 0, nodes)
 		assert.Equal(t, strings.Count(nodes.Stdout, "=True\n"), 7, nodes)
 		running := regexp.MustCompile(`(?m)^app\s+Running\s+6/6\s`)
-		err := wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-			r = kubectl(t, "park", "list", "-n", namespace)
+		err := wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+			var err error
+			if r, err = platform.For(t.TempDir()).Kubectl(cx, "park", "list", "-n", namespace); err != nil {
+				return false, err
+			}
 			return running.MatchString(r.Stdout), nil
 		})
 		assert.NilError(t, err, r)

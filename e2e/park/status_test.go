@@ -37,8 +37,9 @@ func replacements(t *testing.T, ns, prefix string) int {
 // soleWorker names the cluster's one running worker Machine and its Node,
 // from a single listing: between two listings the health check may have
 // begun deleting the machine the first one counted.
-func soleWorker(t *testing.T, ns, cluster string) (machine, node string, ok bool) {
-	running := runningWorkerMachines(t, ns, cluster)
+func soleWorker(cx context.Context, t *testing.T, ns, cluster string) (machine, node string, ok bool) {
+	t.Helper()
+	running := runningWorkerMachines(cx, t, ns, cluster)
 	if len(running) != 1 {
 		return "", "", false
 	}
@@ -49,7 +50,7 @@ func soleWorker(t *testing.T, ns, cluster string) (machine, node string, ok bool
 // workerNode names the Node of the cluster's one running worker Machine.
 func workerNode(t *testing.T, cluster string) (machine, node string) {
 	t.Helper()
-	machine, node, ok := soleWorker(t, namespace, cluster)
+	machine, node, ok := soleWorker(ctx(t), t, namespace, cluster)
 	if !ok {
 		t.Fatalf("cluster %s has not exactly one running worker with a node", cluster)
 	}
@@ -80,14 +81,14 @@ healthCheck:
 	// Cluster API's MachineHealthCheck marks the machine, its MachineSet
 	// replaces it, and the Machine controller deletes the broken one with its
 	// node (park status must then count no NotReady node).
-	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 4*time.Minute, true, func(cx context.Context) (bool, error) {
 		if replacements(t, namespace, "flaky-md-0-") == 0 {
 			return false, nil
 		}
-		if m, _, ok := soleWorker(t, namespace, "flaky"); !ok || m == broken {
+		if m, _, ok := soleWorker(cx, t, namespace, "flaky"); !ok || m == broken {
 			return false, nil
 		}
-		for _, m := range clusterMachines(t, namespace, "flaky") {
+		for _, m := range clusterMachines(cx, t, namespace, "flaky") {
 			if m.GetName() == broken {
 				return false, nil
 			}

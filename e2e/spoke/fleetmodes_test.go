@@ -177,8 +177,8 @@ func TestWebhookRefusesImmutableChange(t *testing.T) {
 // waitPurged waits until the hub deleted the kubeconfig Secret of Spoke name.
 func waitPurged(t *testing.T, name string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return !secretExists(t, name), nil
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		return secretKubeconfigIn(cx, t, name+"-kubeconfig") == nil, nil
 	})
 	assert.NilError(t, err, "the kubeconfig Secret is purged after the pivot")
 }

@@ -170,7 +170,13 @@ func signedCert(t testing.TB, c *harness.Cluster, user string, notAfter time.Tim
 // spokeObject reads a Spoke of the release namespace; nil when absent.
 func spokeObject(t testing.TB, name string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace).Get(ctx(t), name, metav1.GetOptions{})
+	return spokeObjectIn(ctx(t), t, name)
+}
+
+// spokeObjectIn is spokeObject within cx (a poll's context).
+func spokeObjectIn(cx context.Context, t testing.TB, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace).Get(cx, name, metav1.GetOptions{})
 	return presentOrAbsent(t, u, err)
 }
 
@@ -189,7 +195,13 @@ func presentOrAbsent(t testing.TB, u *unstructured.Unstructured, err error) *uns
 // managedCluster reads a ManagedCluster; nil when absent.
 func managedCluster(t testing.TB, name string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Get(ctx(t), name, metav1.GetOptions{})
+	return managedClusterIn(ctx(t), t, name)
+}
+
+// managedClusterIn is managedCluster within cx (a poll's context).
+func managedClusterIn(cx context.Context, t testing.TB, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := hub.Dynamic.Resource(ocm.ManagedClusterResource).Get(cx, name, metav1.GetOptions{})
 	return presentOrAbsent(t, u, err)
 }
 
@@ -233,8 +245,8 @@ func availableManagedClusters(t testing.TB) []string {
 func waitAvailable(t testing.TB, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			mc := managedCluster(t, name)
+		err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+			mc := managedClusterIn(cx, t, name)
 			return mc != nil && available(mc), nil
 		})
 		assert.Check(t, err, "ManagedCluster %s Available", name)
@@ -251,7 +263,13 @@ func secretExists(t testing.TB, name string) bool {
 // holds; nil when there is no such Secret (any other error fails the test).
 func secretKubeconfig(t testing.TB, secret string) []byte {
 	t.Helper()
-	s, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(ctx(t), secret, metav1.GetOptions{})
+	return secretKubeconfigIn(ctx(t), t, secret)
+}
+
+// secretKubeconfigIn is secretKubeconfig within cx.
+func secretKubeconfigIn(cx context.Context, t testing.TB, secret string) []byte {
+	t.Helper()
+	s, err := hub.Kube.CoreV1().Secrets(releaseNamespace).Get(cx, secret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -362,8 +380,8 @@ func spokeCondition(u *unstructured.Unstructured, t string) string {
 // waitSpoke waits until the Spoke satisfies cond (it is nil once gone).
 func waitSpoke(t testing.TB, name, what string, cond func(*unstructured.Unstructured) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		return cond(spokeObject(t, name)), nil
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(cx context.Context) (bool, error) {
+		return cond(spokeObjectIn(cx, t, name)), nil
 	})
 	assert.NilError(t, err, "Spoke %s: %s", name, what)
 }

@@ -99,10 +99,10 @@ func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper closes the body, also on error
 		}
-		return nil, context.Cause(run)
+		return nil, context.Cause(run) //nolint:contextcheck // the run's cause on purpose: binding requests to the run is this transport's job
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	stop := context.AfterFunc(run, func() { cancel(context.Cause(run)) })
+	stop := context.AfterFunc(run, func() { cancel(context.Cause(run)) }) //nolint:contextcheck // as above: the run's end cancels the request
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		stop()

@@ -99,8 +99,9 @@ type drainCrowd struct {
 	peak int32
 }
 
-func (c *drainCrowd) joined() {
-	_ = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, c.bound, true, func(context.Context) (bool, error) {
+// joined waits, within the watch's ctx, for the crowd to gather.
+func (c *drainCrowd) joined(ctx context.Context) {
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, c.bound, true, func(context.Context) (bool, error) {
 		now := c.open.Load()
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -136,7 +137,7 @@ type crowdPods struct {
 func (p crowdPods) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := p.PodInterface.Watch(ctx, opts)
 	if err == nil && strings.HasPrefix(opts.FieldSelector, "spec.nodeName=") {
-		p.crowd.joined()
+		p.crowd.joined(ctx)
 	}
 	return w, err
 }
