@@ -367,10 +367,15 @@ func createSpoke(t testing.TB, name string, c *harness.Cluster, mutate func(spec
 
 // spokeCondition is the status of a Spoke's condition ("" when absent).
 func spokeCondition(u *unstructured.Unstructured, t string) string {
+	return spokeConditionField(u, t, "status")
+}
+
+// spokeConditionField is one field of a Spoke's condition ("" when absent).
+func spokeConditionField(u *unstructured.Unstructured, t, field string) string {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == t {
-			s, _ := m["status"].(string)
+			s, _ := m[field].(string)
 			return s
 		}
 	}

@@ -14,14 +14,7 @@ import (
 
 // spokeConditionMessage is the message of a Spoke's condition.
 func spokeConditionMessage(u *unstructured.Unstructured, t string) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == t {
-			msg, _ := m["message"].(string)
-			return msg
-		}
-	}
-	return ""
+	return spokeConditionField(u, t, "message")
 }
 
 // Upstream joins a spoke only to the Hub its hubRef names, once that Hub is

@@ -268,20 +268,14 @@ func podWorkload(p *corev1.Pod, sets map[string]*appsv1.ReplicaSet, deployments 
 		if rs := sets[namespacedName(p.Namespace, c.Name)]; rs != nil {
 			if dc := metav1.GetControllerOf(rs); dc != nil && dc.Kind == "Deployment" {
 				if d := deployments[namespacedName(p.Namespace, dc.Name)]; d != nil {
-					return &workload{
-						kind: deploymentKind, namespace: d.Namespace, name: d.Name, replicas: replicas(d.Spec.Replicas),
-						labels: d.Spec.Template.Labels, images: images(d.Spec.Template.Spec),
-					}
+					return controllerWorkload(deploymentKind, d, d.Spec.Replicas, d.Spec.Template)
 				}
 			}
 		}
 	}
 	if c.Kind == "StatefulSet" {
 		if s := statefulSets[namespacedName(p.Namespace, c.Name)]; s != nil {
-			return &workload{
-				kind: statefulSetKind, namespace: s.Namespace, name: s.Name, replicas: replicas(s.Spec.Replicas),
-				labels: s.Spec.Template.Labels, images: images(s.Spec.Template.Spec),
-			}
+			return controllerWorkload(statefulSetKind, s, s.Spec.Replicas, s.Spec.Template)
 		}
 	}
 	gv, _ := schema.ParseGroupVersion(c.APIVersion)
@@ -289,6 +283,15 @@ func podWorkload(p *corev1.Pod, sets map[string]*appsv1.ReplicaSet, deployments 
 }
 
 // replicas is a workload's desired count; unset means 1.
+// controllerWorkload is the workload of a Deployment or StatefulSet o, from
+// its replicas and pod template.
+func controllerWorkload(kind schema.GroupKind, o metav1.Object, n *int32, template corev1.PodTemplateSpec) *workload {
+	return &workload{
+		kind: kind, namespace: o.GetNamespace(), name: o.GetName(), replicas: replicas(n),
+		labels: template.Labels, images: images(template.Spec),
+	}
+}
+
 func replicas(n *int32) int32 {
 	if n == nil {
 		return 1

@@ -64,6 +64,11 @@ func count(n int32) *int32 { return &n }
 // at a time: set a holds a, b and c, bound to namespace apps.
 func TestGuardPlacements(t *testing.T) {
 	added := metav1.NewTime(guardNow.Add(-time.Hour))
+	// taintSpares makes b unreachable and c a GPU cluster, both NoSelect.
+	taintSpares := func(s *FleetState) {
+		s.Clusters[1].Spec.Taints = []ocm.Taint{{Key: ocm.TaintUnreachable, Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
+		s.Clusters[2].Spec.Taints = []ocm.Taint{{Key: "example.com/gpu", Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
+	}
 	secs := func(s int64) *int64 { return &s }
 	one, three := 1, 3
 	base := func() FleetState {
@@ -176,10 +181,7 @@ func TestGuardPlacements(t *testing.T) {
 		},
 		{
 			name: "a spare tainted NoSelect is eligible only where tolerated", placement: guardPlacement("one", func(s *ocm.PlacementSpec) { s.NumberOfClusters = count(1) }),
-			edit: func(s *FleetState) {
-				s.Clusters[1].Spec.Taints = []ocm.Taint{{Key: ocm.TaintUnreachable, Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
-				s.Clusters[2].Spec.Taints = []ocm.Taint{{Key: "example.com/gpu", Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
-			},
+			edit:     taintSpares,
 			selected: []string{"a"}, drain: []string{"a"},
 			want: &PlacementCheck{Verdict: GuardShort, Remaining: []string{}, Required: 1, Predicted: []string{}},
 		},
@@ -188,10 +190,7 @@ func TestGuardPlacements(t *testing.T) {
 				s.NumberOfClusters = count(1)
 				s.Tolerations = []ocm.Toleration{{Key: "example.com/gpu", Operator: ocm.TolerationOpExists}}
 			}),
-			edit: func(s *FleetState) {
-				s.Clusters[1].Spec.Taints = []ocm.Taint{{Key: ocm.TaintUnreachable, Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
-				s.Clusters[2].Spec.Taints = []ocm.Taint{{Key: "example.com/gpu", Effect: ocm.TaintEffectNoSelect, TimeAdded: &added}}
-			},
+			edit:     taintSpares,
 			selected: []string{"a"}, drain: []string{"a"},
 			want: &PlacementCheck{Verdict: GuardKept, Remaining: []string{"c"}, Required: 1, Predicted: []string{"c"}},
 		},

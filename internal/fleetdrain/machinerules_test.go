@@ -81,21 +81,18 @@ func TestReadNodeRulesWithoutManagementCluster(t *testing.T) {
 // management cluster only leaves the rules unread.
 func TestReadNodeRulesRefusesWhatItCannotRead(t *testing.T) {
 	workload, _ := fakeCluster(t)
-	notServed := func(dyn *dynamicfake.FakeDynamicClient) {
-		dyn.PrependReactor("list", capi.MachineDrainRuleResource, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: capi.Group, Resource: capi.MachineDrainRuleResource}, "")
-		})
+	// fails makes every verb request of resource fail with err.
+	fails := func(verb, resource string, err error) func(*dynamicfake.FakeDynamicClient) {
+		return func(dyn *dynamicfake.FakeDynamicClient) {
+			dyn.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, err
+			})
+		}
 	}
-	forbidden := func(dyn *dynamicfake.FakeDynamicClient) {
-		dyn.PrependReactor("list", capi.MachineDrainRuleResource, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: capi.Group, Resource: capi.MachineDrainRuleResource}, "", nil)
-		})
-	}
-	noMachine := func(dyn *dynamicfake.FakeDynamicClient) {
-		dyn.PrependReactor("get", capi.MachineResource, func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: capi.Group, Resource: capi.MachineResource}, "md-0-abc")
-		})
-	}
+	rules := schema.GroupResource{Group: capi.Group, Resource: capi.MachineDrainRuleResource}
+	notServed := fails("list", capi.MachineDrainRuleResource, apierrors.NewNotFound(rules, ""))
+	forbidden := fails("list", capi.MachineDrainRuleResource, apierrors.NewForbidden(rules, "", nil))
+	noMachine := fails("get", capi.MachineResource, apierrors.NewNotFound(schema.GroupResource{Group: capi.Group, Resource: capi.MachineResource}, "md-0-abc"))
 	for name, tc := range map[string]struct {
 		fault func(*dynamicfake.FakeDynamicClient)
 		want  string

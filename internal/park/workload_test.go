@@ -47,6 +47,20 @@ func stalledServer(t *testing.T, tls bool) *httptest.Server {
 	return srv
 }
 
+// platformServedBy is a platform with the three-pool Cluster app whose
+// kubeconfig Secret, as Cluster API writes it, points at srv.
+func platformServedBy(t *testing.T, srv *httptest.Server) *Platform {
+	t.Helper()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	p, _ := fakePlatform(t, threePools(), nil)
+	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
+		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	return p
+}
+
 func kubeconfigFor(server string, ca []byte) string {
 	caLine := ""
 	if ca != nil {
@@ -96,16 +110,10 @@ func TestStatusGivesUpOnAStalledCluster(t *testing.T) {
 // after the server's own time; before, it ran past --timeout.
 func TestResumeWaitOnAStalledClusterEndsWithItsTimeout(t *testing.T) {
 	srv := stalledServer(t, true)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	p, _ := fakePlatform(t, threePools(), nil)
-	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
-		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
+	p := platformServedBy(t, srv)
 	o := &ResumeOptions{changeOptions: changeOptions{Name: "app", Namespace: "dynamo-prod", progress: cli.NewProgress(io.Discard)}}
 	start := time.Now()
-	err = o.waitNodesReady(context.Background(), p, []string{"app-md-0-a"}, 300*time.Millisecond)
+	err := o.waitNodesReady(context.Background(), p, []string{"app-md-0-a"}, 300*time.Millisecond)
 	assert.Check(t, time.Since(start) < 5*time.Second, "took %s", time.Since(start))
 	assert.Equal(t, exitcode.Of(err), exitcode.TimedOut, "%v", err)
 	assert.ErrorContains(t, err, "not checked: timed out")
@@ -170,13 +178,7 @@ func TestSurvivorsSayWhatWasNotCounted(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"forbidden"}`)
 	}))
 	t.Cleanup(srv.Close)
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	p, _ := fakePlatform(t, threePools(), nil)
-	_, err := p.Kube.CoreV1().Secrets("dynamo-prod").Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: capi.KubeconfigSecretName("app"), Namespace: "dynamo-prod"},
-		Data:       map[string][]byte{capi.KubeconfigSecretKey: []byte(kubeconfigFor(srv.URL, ca))},
-	}, metav1.CreateOptions{})
-	assert.NilError(t, err)
+	p := platformServedBy(t, srv)
 	o := &ParkOptions{changeOptions: changeOptions{Name: "app", Namespace: "dynamo-prod"}}
 	s := o.survivors(context.Background(), p, nil, 0)
 	assert.Equal(t, s.Unread, "")

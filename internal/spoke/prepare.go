@@ -389,6 +389,25 @@ func (p *preparePlan) access() []authz.Permission {
 // apply makes the plan's writes in order (the namespace before what lives in
 // it). With --dry-run=client it sends nothing; with server every write is a
 // server dry run.
+// objectWriter is a typed client of one kind of object (ClusterRoles,
+// ClusterRoleBindings).
+type objectWriter[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// createOrUpdate writes obj as the plan says: created, or updated (the plan
+// read it, so its resourceVersion guards the update).
+func createOrUpdate[T any](ctx context.Context, w objectWriter[T], a objectAction, obj T, create metav1.CreateOptions, update metav1.UpdateOptions) error {
+	var err error
+	if a == objectCreate {
+		_, err = w.Create(ctx, obj, create)
+	} else {
+		_, err = w.Update(ctx, obj, update)
+	}
+	return err
+}
+
 func (o *PrepareOptions) apply(ctx context.Context, p *preparePlan, progress *cli.Progress) error {
 	if o.DryRun == cli.DryRunClient {
 		return nil
@@ -417,22 +436,10 @@ func (o *PrepareOptions) apply(ctx context.Context, p *preparePlan, progress *cl
 		return err
 	})
 	step("clusterrole "+n.Role, p.Role.Action, func() error {
-		var err error
-		if p.Role.Action == objectCreate {
-			_, err = c.RbacV1().ClusterRoles().Create(ctx, p.Role.Object, create)
-		} else {
-			_, err = c.RbacV1().ClusterRoles().Update(ctx, p.Role.Object, update)
-		}
-		return err
+		return createOrUpdate(ctx, c.RbacV1().ClusterRoles(), p.Role.Action, p.Role.Object, create, update)
 	})
 	step("clusterrolebinding "+n.Role, p.Binding.Action, func() error {
-		var err error
-		if p.Binding.Action == objectCreate {
-			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, p.Binding.Object, create)
-		} else {
-			_, err = c.RbacV1().ClusterRoleBindings().Update(ctx, p.Binding.Object, update)
-		}
-		return err
+		return createOrUpdate(ctx, c.RbacV1().ClusterRoleBindings(), p.Binding.Action, p.Binding.Object, create, update)
 	})
 	step("secret "+n.Namespace+"/"+n.Token, p.Token.Action, func() error {
 		_, err := c.CoreV1().Secrets(n.Namespace).Create(cli.HideBodies(ctx), p.Token.Object, create)
