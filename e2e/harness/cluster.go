@@ -187,7 +187,8 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	if err := c.Stop(ctx); err != nil {
 		return nil, err
 	}
-	return c, c.Start(ctx)
+	err = c.Start(ctx)
+	return c, err
 }
 
 func (c *Cluster) loadClients() error {

@@ -256,7 +256,7 @@ func (a *ClusterAPI) waitReady(ctx context.Context, i int) error {
 	defer cancel()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", a.ports[3*i+1])
 	err := waitFor(ctx, capiManagers[i].name+" to be ready", func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
 			return false, err
 		}

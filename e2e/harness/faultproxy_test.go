@@ -61,7 +61,7 @@ func TestFaultProxy(t *testing.T) {
 			ctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
 			defer cancel()
 		}
-		req, _ := http.NewRequestWithContext(ctx, method, host+path, nil)
+		req, _ := http.NewRequestWithContext(ctx, method, host+path, http.NoBody)
 		resp, err := hc.Do(req)
 		if err != nil {
 			return 0, err

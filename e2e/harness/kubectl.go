@@ -67,8 +67,7 @@ func (c Command) RunIn(ctx context.Context, dir, program string, args ...string)
 func (c Command) command(dir, program string, args ...string) *exec.Cmd {
 	cmd := exec.Command(program, args...)
 	cmd.Dir = dir
-	env := []string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}
-	cmd.Env = append(env, c.Env...)
+	cmd.Env = append([]string{"PATH=" + c.Tools.Path(), "HOME=" + c.Home, "LANG=C"}, c.Env...)
 	cmd.Stdin = strings.NewReader(c.Stdin)
 	return cmd
 }

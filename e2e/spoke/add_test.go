@@ -95,7 +95,8 @@ func TestAddJoinsListsAndIsIdempotent(t *testing.T) {
 
 	// The values file: one entry appended, every other byte as it was.
 	edited := readFile(t, values)
-	head := valuesFile[:strings.Index(valuesFile, "\n  hub:")]
+	head, _, found := strings.Cut(valuesFile, "\n  hub:")
+	assert.Assert(t, found, "the values file has a hub entry")
 	head = strings.TrimRight(head, "\n") + "\n"
 	assert.Check(t, strings.HasPrefix(edited, head), edited)
 	assert.Check(t, strings.HasSuffix(edited, valuesFile[len(head):]), edited)

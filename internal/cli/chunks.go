@@ -45,7 +45,8 @@ func EachInChunks[T any](ctx context.Context, list func(context.Context, metav1.
 	seen := map[string]bool{}
 	pages := 0
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		if pages++; pages > MaxListPages {
+		pages++
+		if pages > MaxListPages {
 			return nil, fmt.Errorf("the list went on for more than %d pages: stopped (a larger --chunk-size makes fewer)", MaxListPages)
 		}
 		obj, err := list(ctx, opts)
@@ -67,7 +68,8 @@ func EachInChunks[T any](ctx context.Context, list func(context.Context, metav1.
 	p.PageSize = size
 	items := 0
 	return p.EachListItem(ctx, opts, func(obj runtime.Object) error {
-		if items++; items > MaxListItems {
+		items++
+		if items > MaxListItems {
 			return fmt.Errorf("the list holds more than %d objects: stopped", MaxListItems)
 		}
 		item, ok := any(obj).(*T)

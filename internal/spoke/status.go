@@ -223,13 +223,14 @@ func (r SpokeStatus) Table() cli.Table {
 	add("compute pool", orNone(r.ComputePool))
 	add("kubeconfig secret", orNone(r.Secret))
 	if c := r.Credential; c != nil {
-		if c.Purged {
+		switch {
+		case c.Purged:
 			add("credential", "purged: the agent on the spoke manages it, and cleanupConfig.purgeKubeconfigSecret had the stored kubeconfig deleted (nothing to rotate)")
-		} else if c.Problem != "" {
+		case c.Problem != "":
 			add("credential", c.Problem)
-		} else if c.Recorded {
+		case c.Recorded:
 			add("credential", c.Kind+", expires "+c.Expires+" (as recorded when kubectl spoke wrote the secret; the Secret is not read)")
-		} else {
+		default:
 			add("credential", c.Kind+", expires "+c.Expires)
 		}
 	}

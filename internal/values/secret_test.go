@@ -1,6 +1,7 @@
 package values
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -104,7 +105,7 @@ func FuzzSetSecret(f *testing.F) {
 			return
 		}
 		again, changed, err := SetSecret(out, HelmValues, name, "new")
-		if err != nil || changed || string(again) != string(out) {
+		if err != nil || changed || !bytes.Equal(again, out) {
 			t.Fatalf("a second run changed the file or failed (%v):\n%q", err, out)
 		}
 	})
