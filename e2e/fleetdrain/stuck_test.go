@@ -119,13 +119,13 @@ func TestBudgetDeadlockIsOrdered(t *testing.T) {
 	// The spread counts only nodes without taints: both must have lost the
 	// not-ready taint a new node starts with.
 	waitList(t, c.Kube.CoreV1().RESTClient(), "nodes", "", "pool=dl", &corev1.Node{}, "dl-1 and dl-2 without taints", func(objs []any) bool {
-		clear := 0
+		untainted := 0
 		for _, o := range objs {
 			if len(o.(*corev1.Node).Spec.Taints) == 0 {
-				clear++
+				untainted++
 			}
 		}
-		return clear == 2
+		return untainted == 2
 	})
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.CrossedBudgets("dl", "dl")))
 	waitPods(t, c, "dl", "", "a and b spread over dl-1 and dl-2", func(r map[string]int) bool { return r["dl-1"] == 2 && r["dl-2"] == 2 })

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// The upstream module the Cluster API CRDs come from, pinned (the OCM ones
+// CAPIModule is the upstream module the Cluster API CRDs come from, pinned (the OCM ones
 // come from OCMComponents, the release the test bed runs).
 const CAPIModule = "sigs.k8s.io/cluster-api@v1.14.2"
 

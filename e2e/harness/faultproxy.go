@@ -218,7 +218,7 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Unavailable:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"fault proxy: the API server is unavailable","reason":"ServiceUnavailable","code":503}`)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"fault proxy: the API server is unavailable","reason":"ServiceUnavailable","code":503}`)
 	case LoseResponse:
 		// Forward to a recorder, so the server acts, and answer nothing.
 		p.proxy.ServeHTTP(discard{header: http.Header{}}, r)
@@ -232,9 +232,9 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // discard is a ResponseWriter that drops what the server answered.
 type discard struct{ header http.Header }
 
-func (d discard) Header() http.Header         { return d.header }
-func (d discard) Write(b []byte) (int, error) { return len(b), nil }
-func (d discard) WriteHeader(int)             {}
+func (d discard) Header() http.Header       { return d.header }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
 
 // WithFault starts a proxy in front of c with the one fault f for the test
 // t. The proxy stops when t ends, and t fails if f never fired: a scenario

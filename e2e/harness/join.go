@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func hubCA(ctx context.Context, v JoinValues) ([]byte, error) {
 		for _, c := range info.Clusters {
 			return c.CertificateAuthorityData, nil
 		}
-		return nil, fmt.Errorf("kube-public/cluster-info names no cluster")
+		return nil, errors.New("kube-public/cluster-info names no cluster")
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err

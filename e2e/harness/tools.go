@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,7 +24,7 @@ type Tools struct {
 func ToolsFromEnv() (Tools, error) {
 	t := Tools{Bin: os.Getenv("SPOKEKIT_TOOLS_BIN"), Plugins: os.Getenv("SPOKEKIT_PLUGINS_BIN")}
 	if t.Bin == "" || t.Plugins == "" {
-		return t, fmt.Errorf("SPOKEKIT_TOOLS_BIN and SPOKEKIT_PLUGINS_BIN must name the tool and plugin directories: run the end-to-end tests with `make e2e`")
+		return t, errors.New("SPOKEKIT_TOOLS_BIN and SPOKEKIT_PLUGINS_BIN must name the tool and plugin directories: run the end-to-end tests with `make e2e`")
 	}
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"} {
 		if _, err := os.Stat(filepath.Join(t.Bin, name)); err != nil {

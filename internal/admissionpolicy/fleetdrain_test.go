@@ -19,9 +19,9 @@ var (
 var admin = rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
 
 // update is an UPDATE (a patch, as admission sees it) of a cluster-scoped
-// object from old to new, by alice bound cluster-wide to role (none: rules).
-func update(resource schema.GroupVersionResource, role, old, new string, rules ...rbacv1.PolicyRule) request {
-	r := request{Operation: admission.Update, Resource: resource, OldObject: old, Object: new, User: "alice", Rules: rules}
+// object from old to updated, by alice bound cluster-wide to role (none: rules).
+func update(resource schema.GroupVersionResource, role, old, updated string, rules ...rbacv1.PolicyRule) request {
+	r := request{Operation: admission.Update, Resource: resource, OldObject: old, Object: updated, User: "alice", Rules: rules}
 	if role != "" {
 		r.Bound = []binding{{Role: role}}
 	}

@@ -79,11 +79,11 @@ spec:
         replicas: 0
 `
 
-func updateCluster(old, new string, bound ...binding) request {
+func updateCluster(old, updated string, bound ...binding) request {
 	if bound == nil {
 		bound = []binding{{Role: "spokekit-park", Namespace: "dynamo-prod"}}
 	}
-	return request{Operation: admission.Update, Resource: clusters, Namespace: "dynamo-prod", OldObject: old, Object: new, User: "alice", Bound: bound}
+	return request{Operation: admission.Update, Resource: clusters, Namespace: "dynamo-prod", OldObject: old, Object: updated, User: "alice", Bound: bound}
 }
 
 func TestParkParksAndResumes(t *testing.T) {

@@ -54,8 +54,8 @@ func createSpoke(object string) request {
 	return request{Operation: admission.Create, Resource: spokes, Namespace: "mural-system", Object: object, User: "alice", Bound: spokeWriter}
 }
 
-func updateSpoke(new string) request {
-	return request{Operation: admission.Update, Resource: spokes, Namespace: "mural-system", OldObject: addedSpoke, Object: new, User: "alice", Bound: spokeWriter}
+func updateSpoke(updated string) request {
+	return request{Operation: admission.Update, Resource: spokes, Namespace: "mural-system", OldObject: addedSpoke, Object: updated, User: "alice", Bound: spokeWriter}
 }
 
 // withSpec puts YAML lines at the end of addedSpoke's spec (two spaces in).

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -32,7 +33,7 @@ var fieldPath = regexp.MustCompile(`^\{\.?([^{}]+)\}$|^\.?([^{}]+)$`)
 func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 	name, value, _ := strings.Cut(format, "=")
 	if value == "" {
-		return nil, fmt.Errorf("custom-columns format specified but no custom columns given")
+		return nil, errors.New("custom-columns format specified but no custom columns given")
 	}
 	var headers, specs []string
 	switch name {
@@ -56,7 +57,7 @@ func newCustomColumns(format string, noHeaders bool) (*customColumns, error) {
 	for i, spec := range specs {
 		m := fieldPath.FindStringSubmatch(spec)
 		if m == nil {
-			return nil, fmt.Errorf("unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'")
+			return nil, errors.New("unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'")
 		}
 		p := jsonpath.New(fmt.Sprintf("column%d", i)).AllowMissingKeys(true)
 		if err := p.Parse("{." + m[1] + m[2] + "}"); err != nil {

@@ -60,4 +60,4 @@ func (s cappedSink) WithCallDepth(depth int) logr.LogSink {
 }
 
 // Init does nothing: the wrapped sink was set up by its own logger.
-func (s cappedSink) Init(logr.RuntimeInfo) {}
+func (cappedSink) Init(logr.RuntimeInfo) {}

@@ -155,7 +155,7 @@ func (r sampleDrain) Subjects() []string {
 // other formats still print the report itself.
 func TestNamePrintsTheObjectsAReportIsAbout(t *testing.T) {
 	r := sampleDrain{ReportMeta: api.NewReportMeta("Drain", "nodes"), Nodes: []string{"a", "b"}}
-	print := func(format string, obj any) string {
+	printed := func(format string, obj any) string {
 		o := NewOutput()
 		*o.PrintFlags.OutputFormat = format
 		assert.NilError(t, o.Validate())
@@ -163,12 +163,12 @@ func TestNamePrintsTheObjectsAReportIsAbout(t *testing.T) {
 		assert.NilError(t, o.Print(&buf, obj, nil))
 		return buf.String()
 	}
-	assert.Equal(t, print("name", r), "node/a\nnode/b\n")
-	assert.Equal(t, print("name", &r), "node/a\nnode/b\n")
-	assert.Equal(t, print("name", sampleDrain{ReportMeta: r.ReportMeta}), "")
-	assert.Equal(t, print("jsonpath={.kind}", r), "Drain")
+	assert.Equal(t, printed("name", r), "node/a\nnode/b\n")
+	assert.Equal(t, printed("name", &r), "node/a\nnode/b\n")
+	assert.Equal(t, printed("name", sampleDrain{ReportMeta: r.ReportMeta}), "")
+	assert.Equal(t, printed("jsonpath={.kind}", r), "Drain")
 	// A report about no object of the cluster names itself.
-	assert.Equal(t, print("name", api.NewReportMeta("Version", "kubectl-spoke")), "version.spokekit.io/kubectl-spoke\n")
+	assert.Equal(t, printed("name", api.NewReportMeta("Version", "kubectl-spoke")), "version.spokekit.io/kubectl-spoke\n")
 }
 
 // --no-headers leaves out the heading line of the table, wide or not, and of

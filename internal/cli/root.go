@@ -68,7 +68,7 @@ func NewRoot(p Plugin, streams genericiooptions.IOStreams) (*cobra.Command, *Fac
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitcode.Error{Code: exitcode.Usage, Err: err}
 	})
 

@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +75,7 @@ func TestWaitForTimesOutWithExit4AndLastState(t *testing.T) {
 func TestWaitForPassesCheckErrors(t *testing.T) {
 	lw, _ := listWatch(*cm("Joining", "1"))
 	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Minute, nil, func([]any) (bool, string, error) {
-		return false, "", fmt.Errorf("spoke x is owned by a Compute Pool")
+		return false, "", errors.New("spoke x is owned by a Compute Pool")
 	})
 	assert.ErrorContains(t, err, "Compute Pool")
 	assert.Equal(t, exitcode.Of(err), exitcode.Failed)

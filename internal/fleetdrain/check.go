@@ -131,10 +131,7 @@ func (o *CheckOptions) Validate() error {
 	if err := cli.ValidateChunkSize(o.ChunkSize); err != nil {
 		return err
 	}
-	if err := cli.ValidateSelector("--selector", o.Selector); err != nil {
-		return err
-	}
-	return nil
+	return cli.ValidateSelector("--selector", o.Selector)
 }
 
 // Run reads the cluster, plans the findings and prints them.

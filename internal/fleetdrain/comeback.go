@@ -99,8 +99,8 @@ func termMatches(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
 	return true
 }
 
-// ReasonComesBack: a pod whose replacement lands on the node again, or can
-// run nowhere else.
+// ReasonComesBack is the reason of a pod whose replacement lands on the node
+// again, or can run nowhere else.
 const ReasonComesBack = "ComesBack"
 
 // comeBackFindings names each checked pod that ComesBack finds, with the

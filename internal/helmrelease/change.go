@@ -1,6 +1,7 @@
 package helmrelease
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -152,7 +153,7 @@ func (r *Release) Plan(edited []byte) (*Change, error) {
 	}
 	after, ok := lookup(doc, spokesPath).([]any)
 	if !ok {
-		return nil, fmt.Errorf("the edited values have no fleetConfig.spokes list")
+		return nil, errors.New("the edited values have no fleetConfig.spokes list")
 	}
 	before, err := r.spokes()
 	if err != nil {
@@ -208,7 +209,7 @@ func withSpokes(config map[string]any, spokes []any) map[string]any {
 // set aside, the values are the same.
 func onlySpokesDiffer(before, after map[string]any) error {
 	if !reflect.DeepEqual(withoutSpokes(before), withoutSpokes(after)) {
-		return fmt.Errorf("the change would move values other than fleetConfig.spokes")
+		return errors.New("the change would move values other than fleetConfig.spokes")
 	}
 	return nil
 }

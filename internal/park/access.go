@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	capi "github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 )

@@ -11,7 +11,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	capi "github.com/spokekit/spokekit/internal/api/capi"
+	"github.com/spokekit/spokekit/internal/api/capi"
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"

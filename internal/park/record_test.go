@@ -30,13 +30,13 @@ func TestParseRecordRejects(t *testing.T) {
 // counts no real pool was parked from (exit 3), before any change, instead
 // of asking the platform for them.
 func TestResumeRefusesRecordedCountsAboveTheBound(t *testing.T) {
-	min, max := capi.AutoscalerMinSizeAnnotation, capi.AutoscalerMaxSizeAnnotation
+	minKey, maxKey := capi.AutoscalerMinSizeAnnotation, capi.AutoscalerMaxSizeAnnotation
 	for name, pool := range map[string]string{
 		"replicas":          `"replicas":100000`,
-		"autoscaler max":    `"autoscaler":{"` + max + `":"100000"}`,
-		"autoscaler min":    `"autoscaler":{"` + min + `":"2000","` + max + `":"5"}`,
-		"autoscaler number": `"autoscaler":{"` + min + `":"1e3"}`,
-		"negative min":      `"autoscaler":{"` + min + `":"-1"}`,
+		"autoscaler max":    `"autoscaler":{"` + maxKey + `":"100000"}`,
+		"autoscaler min":    `"autoscaler":{"` + minKey + `":"2000","` + maxKey + `":"5"}`,
+		"autoscaler number": `"autoscaler":{"` + minKey + `":"1e3"}`,
+		"negative min":      `"autoscaler":{"` + minKey + `":"-1"}`,
 	} {
 		c := threePools()
 		c.Spec.Topology.Workers.MachineDeployments[0].Replicas = int32Ptr(0)

@@ -465,11 +465,11 @@ func desiredOf(pools []pool) (int, error) {
 			continue
 		}
 		raw, ok := p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation]
-		min, err := strconv.Atoi(raw)
-		if !ok || err != nil || min < 0 {
+		lowest, err := strconv.Atoi(raw)
+		if !ok || err != nil || lowest < 0 {
 			return 0, fmt.Errorf("cannot tell how many workers pool %s asks for: it has no replicas and its %s annotation is %q, not a count", p.Name, capi.AutoscalerMinSizeAnnotation, truncate(raw))
 		}
-		n += min
+		n += lowest
 	}
 	return n, nil
 }

@@ -31,7 +31,7 @@ import (
 // fails instead of hanging).
 func stalledServer(t *testing.T, tls bool) *httptest.Server {
 	t.Helper()
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):

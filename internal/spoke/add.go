@@ -304,7 +304,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if f.Hub, err = o.findHub(ctx); err != nil {
 		return nil, err
 	}
-	if f.Mode, err = o.hub.FleetMode(ctx); err != nil {
+	if f.Mode, err = o.hub.readFleetMode(ctx); err != nil {
 		return nil, err
 	}
 	if f.releaseClient, f.Release, err = o.readRelease(o.hub.Namespace); err != nil {

@@ -2,6 +2,7 @@ package spoke
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -151,7 +152,7 @@ func (r Reachability) Verdict() (unreachable bool, evidence string, err error) {
 		return false, "", r.Err
 	}
 	if r.ManagedCluster == nil {
-		return false, "", fmt.Errorf("the hub has no ManagedCluster for it, so no view of whether it can reach the cluster (a spoke that never joined needs no force: kubectl spoke remove)")
+		return false, "", errors.New("the hub has no ManagedCluster for it, so no view of whether it can reach the cluster (a spoke that never joined needs no force: kubectl spoke remove)")
 	}
 	c := availableCondition(r.ManagedCluster)
 	if c == nil {

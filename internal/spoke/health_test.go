@@ -76,7 +76,7 @@ current-context: c
 	}{
 		"in-cluster":         {inCluster, nil, nil, CredentialNone, false},
 		"forbidden":          {s, nil, forbidden, CredentialNotReadable, false},
-		"read failed":        {s, nil, fmt.Errorf("timeout"), CredentialUnknown, false},
+		"read failed":        {s, nil, errors.New("timeout"), CredentialUnknown, false},
 		"purged after pivot": {purged, nil, nil, CredentialPurged, false},
 		// Unified mode (no agent add-on) keeps the secret: gone is missing.
 		"gone in unified mode":   {newSpoke("spoke-1", pivotedAndPurging, func(s *fleetconfig.Spoke) { s.Spec.AddOns = nil }), nil, nil, CredentialMissing, true},

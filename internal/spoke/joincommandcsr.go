@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -173,7 +174,7 @@ func checkNoSANs(req *x509.CertificateRequest) error {
 	}
 	for _, e := range req.Extensions {
 		if e.Id.Equal(oidSubjectAltName) {
-			return fmt.Errorf("it asks for subject alternative names; the agent asks for none")
+			return errors.New("it asks for subject alternative names; the agent asks for none")
 		}
 	}
 	return nil

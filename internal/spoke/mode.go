@@ -28,11 +28,11 @@ const (
 	modeUnified fleetMode = "unified"
 )
 
-// FleetMode reads the mode from the hub: addon mode registers the agent
+// readFleetMode reads the mode from the hub: addon mode registers the agent
 // add-on's ClusterManagementAddOn. Any other failure than its absence
 // refuses (exit 3): a guess would write a Spoke the FleetConfig webhook
 // rejects, or one without the agent that unjoins it.
-func (h *HubClient) FleetMode(ctx context.Context) (fleetMode, error) {
+func (h *HubClient) readFleetMode(ctx context.Context) (fleetMode, error) {
 	_, err := h.Dynamic.Resource(ocm.ClusterManagementAddOnResource).Get(ctx, fleetconfig.AgentAddOn, metav1.GetOptions{})
 	switch {
 	case err == nil:

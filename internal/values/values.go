@@ -249,11 +249,11 @@ func find(src []byte, kind Kind) (*list, error) {
 	}
 	seen := map[string]bool{}
 	for _, item := range found.Content {
-		if name := entryName(item); seen[name] {
+		name := entryName(item)
+		if seen[name] {
 			return nil, fmt.Errorf("%s has two entries named %q; fix the file by hand", kind.ListPath(), name)
-		} else {
-			seen[name] = true
 		}
+		seen[name] = true
 		if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 || entryName(item) == "" {
 			return nil, fmt.Errorf("%s has an entry at line %d that is not a block mapping with a name", kind.ListPath(), item.Line)
 		}

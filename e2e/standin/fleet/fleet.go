@@ -513,9 +513,7 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 		if !sc.due(u, now) {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var s spoke
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
 				f.fail(ctx, fmt.Errorf("reading Spoke %s: %w", u.GetName(), err))
@@ -535,7 +533,7 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 			f.mu.Lock()
 			f.began[u.GetName()] = began
 			f.mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	for name := range sc {

@@ -300,8 +300,8 @@ var hubMutable = [][]string{
 // sameExcept tells whether two specs are equal once the mutable fields are
 // dropped, comparing as upstream's typed structs do: a field at its zero
 // value is the same as no field.
-func sameExcept(old, new map[string]any, mutable [][]string) bool {
-	a, b := withoutZero(old), withoutZero(new)
+func sameExcept(old, updated map[string]any, mutable [][]string) bool {
+	a, b := withoutZero(old), withoutZero(updated)
 	for _, p := range mutable {
 		drop(a, p)
 		drop(b, p)

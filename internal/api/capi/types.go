@@ -416,7 +416,7 @@ func (w WorkerClass) Annotations() map[string]string {
 	return w.Template.Metadata.Annotations
 }
 
-// Class names the topology's ClusterClass and its namespace: the Cluster's
+// ClassName names the topology's ClusterClass and its namespace: the Cluster's
 // own unless the reference names another.
 func (t Topology) ClassName(clusterNamespace string) (namespace, name string) {
 	namespace, name = t.ClassNamespace, t.Class
