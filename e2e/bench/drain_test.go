@@ -114,6 +114,7 @@ func BenchmarkDrain(b *testing.B) {
 
 // setupPool makes a settled pool named ns and returns its loaded nodes.
 func setupPool(b *testing.B, c *harness.Cluster, ns string, s drainShape) []string {
+	b.Helper()
 	var loaded, spare []string
 	for i := range s.nodes {
 		loaded = append(loaded, fmt.Sprintf("%s-%02d", ns, i))
@@ -144,6 +145,7 @@ func setupPool(b *testing.B, c *harness.Cluster, ns string, s drainShape) []stri
 }
 
 func addNodes(b *testing.B, c *harness.Cluster, pool string, names []string) {
+	b.Helper()
 	for _, n := range names {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        n,
@@ -186,6 +188,7 @@ func healthy(p *corev1.Pod) bool {
 
 // waitPods waits until the Ready pods of ns, counted per node, satisfy cond.
 func waitPods(b *testing.B, c *harness.Cluster, ns string, cond func(ready map[string]int) bool) {
+	b.Helper()
 	err := wait.PollUntilContextTimeout(ctx(b, 5*time.Minute), 500*time.Millisecond, 5*time.Minute, true, func(cx context.Context) (bool, error) {
 		l, err := c.Kube.CoreV1().Pods(ns).List(cx, metav1.ListOptions{})
 		if err != nil {
@@ -206,6 +209,7 @@ func waitPods(b *testing.B, c *harness.Cluster, ns string, cond func(ready map[s
 // until stop is called, and fails the benchmark if their healthy count ever
 // fell below what the budget promises; stop returns the lowest count seen.
 func watchBudget(b *testing.B, c *harness.Cluster, ns string, s drainShape) (stop func() int) {
+	b.Helper()
 	if s.guarded == 0 {
 		return func() int { return 0 }
 	}

@@ -115,6 +115,7 @@ func countLists(b *testing.B, c *harness.Cluster, fn func()) float64 {
 // requests sums the API server's apiserver_request_total over the series
 // whose verb and resource match.
 func requests(b *testing.B, c *harness.Cluster, match func(verb, resource string) bool) float64 {
+	b.Helper()
 	raw, err := c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(b, time.Minute))
 	assert.NilError(b, err)
 	total := 0.0

@@ -125,6 +125,7 @@ var report = Report{Date: time.Now().UTC().Format(time.RFC3339), LoadStart: load
 // add records a row of the benchmark b; kubectl may be nil where kubectl has
 // no counterpart.
 func add(b testing.TB, measure, unit string, ours, theirs []float64, goal string) {
+	b.Helper()
 	r := Row{Bench: strings.TrimPrefix(b.Name(), "Benchmark"), Measure: measure, Unit: unit, Spokekit: stat(ours), Goal: goal}
 	if len(theirs) > 0 {
 		r.Kubectl = stat(theirs)

@@ -95,7 +95,10 @@ func megabytes(us []Usage) []float64 {
 	return out
 }
 
-func ctx(b *testing.B, d time.Duration) context.Context { return harness.Context(b, d) }
+func ctx(b *testing.B, d time.Duration) context.Context {
+	b.Helper()
+	return harness.Context(b, d)
+}
 
 var plugins = []string{"spoke", "fleetdrain", "park"}
 

@@ -130,6 +130,7 @@ spec:
 // waitBudgetsSettled waits until the n budgets of ns have a current status
 // counting healthy pods each.
 func waitBudgetsSettled(b *testing.B, c *harness.Cluster, ns string, n, healthy int) {
+	b.Helper()
 	err := wait.PollUntilContextTimeout(ctx(b, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
 		l, err := c.Kube.PolicyV1().PodDisruptionBudgets(ns).List(cx, metav1.ListOptions{})
 		if err != nil {
@@ -149,6 +150,7 @@ func waitBudgetsSettled(b *testing.B, c *harness.Cluster, ns string, n, healthy 
 // deadlockPool is two nodes of pool ns, each running one pod of
 // Deployments a and b, each Deployment under a budget that lets one pod go.
 func deadlockPool(b *testing.B, c *harness.Cluster, ns string) []string {
+	b.Helper()
 	nodes := []string{ns + "-1", ns + "-2"}
 	addNodes(b, c, ns, nodes)
 	// The spread counts only nodes without taints: both must have lost the
@@ -176,6 +178,7 @@ func deadlockPool(b *testing.B, c *harness.Cluster, ns string) []string {
 // the apps (label app) that were ever left with no healthy pod: each one a
 // budget of minAvailable 1 violated.
 func watchAppsDown(b *testing.B, c *harness.Cluster, ns string) (stop func() int) {
+	b.Helper()
 	wctx, cancel := context.WithCancel(context.Background())
 	lw := cache.NewListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", ns, fields.Everything())
 	var mu sync.Mutex

@@ -180,7 +180,10 @@ func waitAppliedApart(t *testing.T, spoke *harness.Cluster, work string, n int) 
 	assert.NilError(t, err, "work %s applied under %d hub hashes on the shared spoke, want at least %d", work, len(hashes), n)
 }
 
-func ctx(t testing.TB, d time.Duration) context.Context { return harness.Context(t, d) }
+func ctx(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	return harness.Context(t, d)
+}
 
 func kubectl(t testing.TB, c *harness.Cluster, args ...string) harness.Result {
 	t.Helper()

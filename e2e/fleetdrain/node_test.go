@@ -229,6 +229,7 @@ type minReady struct {
 }
 
 func watchMinReady(t *testing.T, c *harness.Cluster, ns, selector string) *minReady {
+	t.Helper()
 	m := &minReady{min: 1 << 30}
 	lw := cache.NewFilteredListWatchFromClient(c.Kube.CoreV1().RESTClient(), "pods", ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	var store cache.Store

@@ -20,7 +20,10 @@ import (
 
 var plugins = []string{"spoke", "fleetdrain", "park"}
 
-func ctx(t *testing.T) context.Context { return harness.Context(t, 2*time.Minute) }
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	return harness.Context(t, 2*time.Minute)
+}
 
 var kubectl = harness.Kubectl
 

@@ -39,6 +39,7 @@ func fakeAPIServer(t *testing.T) (*Cluster, *atomic.Int32) {
 
 // client is an HTTP client that trusts the proxy, as its kubeconfig says.
 func client(t *testing.T, p *FaultProxy) (*http.Client, string) {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
 	assert.NilError(t, err)
 	c, err := rest.HTTPClientFor(cfg)

@@ -12,6 +12,7 @@ const StepTimeout = 5 * time.Minute
 
 // Context is the context of one step of t: it ends after d, or with t.
 func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return c

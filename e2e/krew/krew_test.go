@@ -20,7 +20,10 @@ import (
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
-func ctx(t *testing.T) context.Context { return harness.Context(t, 3*time.Minute) }
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	return harness.Context(t, 3*time.Minute)
+}
 
 // newUser is someone with krew (in the tools directory, next to kubectl) and
 // a fresh KREW_ROOT, whose bin directory is the only place plugins are found.

@@ -26,7 +26,10 @@ var (
 	machineDeployments = capiapi.GVR("v1beta2", capiapi.MachineDeploymentResource)
 )
 
-func ctx(t *testing.T) context.Context { return harness.Context(t, 6*time.Minute) }
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	return harness.Context(t, 6*time.Minute)
+}
 
 // kubectl runs the built kubectl (and through it the built plugin) against
 // the platform.

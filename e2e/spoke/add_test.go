@@ -50,6 +50,7 @@ func TestAddRefusesBadKubeconfigs(t *testing.T) {
 			return writeKubeconfig(t, signedCert(t, spoke1, "expired", time.Now().Add(-time.Hour)))
 		}, "client certificate of user"},
 		{"certificate expiring within the minimum lifetime", func(t *testing.T) string {
+			t.Helper()
 			return writeKubeconfig(t, signedCert(t, spoke1, "soon", time.Now().Add(30*24*time.Hour)))
 		}, "sooner than --min-credential-lifetime"},
 		{"unreachable server", func(t *testing.T) string {

@@ -37,7 +37,10 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 )
 
-func ctx(t testing.TB) context.Context { return harness.Context(t, harness.StepTimeout) }
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	return harness.Context(t, harness.StepTimeout)
+}
 
 // spoke runs `kubectl spoke ARGS -n mural-system` against the hub.
 func spoke(t testing.TB, args ...string) harness.Result {
@@ -87,7 +90,10 @@ const spokekitUIDAnnotation = "spoke.spokekit.io/kube-system-uid"
 
 // forgetCluster removes the kube-system UID recorded on Spoke name, so that
 // the test may add the same API server under another name.
-func forgetCluster(t testing.TB, name string) { forgetClusterIn(t, releaseNamespace, name) }
+func forgetCluster(t testing.TB, name string) {
+	t.Helper()
+	forgetClusterIn(t, releaseNamespace, name)
+}
 
 func forgetClusterIn(t testing.TB, ns, name string) {
 	t.Helper()

@@ -32,6 +32,7 @@ func unstructuredOf(t *testing.T, kind string, obj any) *unstructured.Unstructur
 // managementOf is a management cluster holding Machine fleet/md-0-abc of
 // Cluster fleet/app and the given rules.
 func managementOf(t *testing.T, given bool, rules ...capi.MachineDrainRule) (*ManagementCluster, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
 	machine := &capi.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "md-0-abc"}, Spec: capi.MachineSpec{ClusterName: "app"}}
 	cluster := &capi.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "app"}}
 	objs := []runtime.Object{unstructuredOf(t, "Machine", machine), unstructuredOf(t, "Cluster", cluster)}

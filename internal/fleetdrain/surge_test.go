@@ -138,6 +138,7 @@ func TestSurgePatchesAreGuarded(t *testing.T) {
 // one disruption while scaled above one replica (the replacement is Ready
 // on another node), when ready is set.
 func surgeCluster(t *testing.T, ready bool, objs ...k8sruntime.Object) *budgetCluster {
+	t.Helper()
 	c := newBudgetCluster(t, true, false, objs...)
 	c.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		handled, obj, err := k8stesting.ObjectReaction(c.Tracker())(a)

@@ -52,6 +52,7 @@ func fakePlatform(t *testing.T, c *capi.Cluster, serve func(stored *unstructured
 
 // applyJSONPatch is the API server's JSON patch: a failed test is a 422.
 func applyJSONPatch(t *testing.T, dyn *dynamicfake.FakeDynamicClient, stored *unstructured.Unstructured, patch []byte) error {
+	t.Helper()
 	doc, err := stored.MarshalJSON()
 	assert.NilError(t, err)
 	p, err := jsonpatch.DecodePatch(patch)

@@ -99,6 +99,7 @@ const (
 // mural-system and the ManagedClusters spoke-1 and edge-9, which `clusteradm
 // join` made; hub says whether mural-system holds the fleet's Hub.
 func hubWithOutOfBandCluster(t *testing.T, hub bool) *clitest.APIServer {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	hubs := ""
 	if hub {

@@ -33,6 +33,7 @@ func secretJSON(name string, kubeconfig []byte) string {
 // rotatingFleet has spoke-1 (secret spoke-1-kubeconfig) on a hub that is
 // also spoke-1's cluster, so the stored and the new kubeconfig both reach it.
 func rotatingFleet(t *testing.T, others ...string) (*clitest.APIServer, []byte) {
+	t.Helper()
 	srv := clitest.NewAPIServer(t)
 	kc, err := os.ReadFile(srv.Kubeconfig)
 	assert.NilError(t, err)
