@@ -170,7 +170,13 @@ func waitWorks(t *testing.T, f fleet, spoke *harness.Cluster, cluster string, ex
 // decided tells whether the placement's PlacementDecisions name the cluster.
 func decided(t *testing.T, c *harness.Cluster, ns, placement, cluster string) bool {
 	t.Helper()
-	l, err := c.Dynamic.Resource(ocm.PlacementDecisionResource).Namespace(ns).List(ctx(t, time.Minute),
+	return decidedIn(ctx(t, time.Minute), t, c, ns, placement, cluster)
+}
+
+// decidedIn is decided within cx (a poll's context).
+func decidedIn(cx context.Context, t *testing.T, c *harness.Cluster, ns, placement, cluster string) bool {
+	t.Helper()
+	l, err := c.Dynamic.Resource(ocm.PlacementDecisionResource).Namespace(ns).List(cx,
 		metav1.ListOptions{LabelSelector: ocm.PlacementDecisionLabel + "=" + placement})
 	assert.NilError(t, err)
 	for _, d := range l.Items {

@@ -38,9 +38,9 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	// work agent reports an empty one's Available as Unknown.
 	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSet("guard", "web"))))
 	var selected, spare, last string
-	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(_ context.Context) (bool, error) {
-		a, b := decided(t, c, "guard", "web", "guard-a"), decided(t, c, "guard", "web", "guard-b")
-		workA, workB := workExists(t, c, "guard-a", "web"), workExists(t, c, "guard-b", "web")
+	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		a, b := decidedIn(cx, t, c, "guard", "web", "guard-a"), decidedIn(cx, t, c, "guard", "web", "guard-b")
+		workA, workB := workExistsIn(cx, t, c, "guard-a", "web"), workExistsIn(cx, t, c, "guard-b", "web")
 		last = fmt.Sprintf("decided guard-a=%v guard-b=%v; work on guard-a=%v guard-b=%v", a, b, workA, workB)
 		switch {
 		case a && !b:

@@ -21,9 +21,9 @@ import (
 
 // replacements counts the MachineHealthCheck controller's events for a
 // cluster's machines.
-func replacements(t *testing.T, ns, prefix string) int {
+func replacements(cx context.Context, t *testing.T, ns, prefix string) int {
 	t.Helper()
-	l, err := platform.Kube.CoreV1().Events(ns).List(ctx(t), metav1.ListOptions{FieldSelector: "reason=" + capiapi.EventMachineMarkedUnhealthy})
+	l, err := platform.Kube.CoreV1().Events(ns).List(cx, metav1.ListOptions{FieldSelector: "reason=" + capiapi.EventMachineMarkedUnhealthy})
 	assert.NilError(t, err)
 	n := 0
 	for _, e := range l.Items {
@@ -82,7 +82,7 @@ healthCheck:
 	// replaces it, and the Machine controller deletes the broken one with its
 	// node (park status must then count no NotReady node).
 	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 4*time.Minute, true, func(cx context.Context) (bool, error) {
-		if replacements(t, namespace, "flaky-md-0-") == 0 {
+		if replacements(cx, t, namespace, "flaky-md-0-") == 0 {
 			return false, nil
 		}
 		if m, _, ok := soleWorker(cx, t, namespace, "flaky"); !ok || m == broken {
@@ -97,8 +97,8 @@ healthCheck:
 	})
 	assert.NilError(t, err, "the health check replaces the broken machine, which goes with its node")
 	var mhcs *unstructured.UnstructuredList
-	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-		mhcs, err = platform.Dynamic.Resource(capiapi.GVR("v1beta2", capiapi.MachineHealthCheckResource)).Namespace(namespace).List(ctx(t), metav1.ListOptions{})
+	err = wait.PollUntilContextTimeout(ctx(t), time.Second, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		mhcs, err = platform.Dynamic.Resource(capiapi.GVR("v1beta2", capiapi.MachineHealthCheckResource)).Namespace(namespace).List(cx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -114,7 +114,7 @@ healthCheck:
 		}
 		// The pool's own count of ready machines, which park status shows,
 		// is another controller's and may come later.
-		mds, err := platform.Dynamic.Resource(machineDeployments).Namespace(namespace).List(ctx(t), metav1.ListOptions{
+		mds, err := platform.Dynamic.Resource(machineDeployments).Namespace(namespace).List(cx, metav1.ListOptions{
 			LabelSelector: "cluster.x-k8s.io/cluster-name=flaky",
 		})
 		if err != nil || len(mds.Items) != 1 {

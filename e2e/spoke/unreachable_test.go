@@ -89,8 +89,8 @@ func waitDark(t *testing.T, name, status, taint string) {
 	t.Helper()
 	r := harness.Kubectl(t, hub.For(t.TempDir()), "wait", "managedcluster/"+name, "--for=condition=ManagedClusterConditionAvailable="+status, "--timeout=2m")
 	assert.Equal(t, r.ExitCode, 0, r)
-	err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		taints, _, _ := unstructured.NestedSlice(managedCluster(t, name).Object, "spec", "taints")
+	err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		taints, _, _ := unstructured.NestedSlice(managedClusterIn(cx, t, name).Object, "spec", "taints")
 		for _, x := range taints {
 			if m, _ := x.(map[string]any); m["key"] == taint {
 				return true, nil

@@ -34,7 +34,7 @@ func ResourceNames(f *Factory, resource string) cobra.CompletionFunc {
 // as with kubectl.
 func resourceNames(ctx context.Context, f *Factory, resource string) []string {
 	if ctx == nil {
-		ctx = context.Background()
+		ctx = context.Background() //nolint:contextcheck // cobra gives no context to a command run without ExecuteContext (a completion test); Execute always gives one
 	}
 	mapper, err := f.ToRESTMapper()
 	if err != nil {

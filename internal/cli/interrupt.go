@@ -89,7 +89,7 @@ type runBoundTransport struct {
 }
 
 func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	run := t.run()
+	run := t.run() //nolint:contextcheck // the run's context on purpose: binding requests to the run is this transport's job
 	if run == nil || req.Context().Value(outlivesRun{}) != nil {
 		return t.next.RoundTrip(req)
 	}
