@@ -79,10 +79,10 @@ spec:
         replicas: 0
 `
 
-func updateCluster(old, updated string, bound ...binding) request {
-	if bound == nil {
-		bound = []binding{{Role: "spokekit-park", Namespace: "dynamo-prod"}}
-	}
+// updateCluster is an UPDATE of a Cluster by alice, bound to spokekit-park
+// in its namespace.
+func updateCluster(old, updated string) request {
+	bound := []binding{{Role: "spokekit-park", Namespace: "dynamo-prod"}}
 	return request{Operation: admission.Update, Resource: clusters, Namespace: "dynamo-prod", OldObject: old, Object: updated, User: "alice", Bound: bound}
 }
 

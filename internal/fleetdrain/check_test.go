@@ -47,10 +47,9 @@ func deployment(ns, name string, n int32, labels map[string]string, image string
 	return d, rs
 }
 
-func statefulSet(ns, name string, n *int32, labels map[string]string, image string) appsv1.StatefulSet {
+func statefulSet(ns, name string, n *int32, image string) appsv1.StatefulSet {
 	s := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	s.Spec.Replicas = n
-	s.Spec.Template.Labels = labels
 	s.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: image}}
 	return s
 }
@@ -110,7 +109,7 @@ func checkInput() CheckInput {
 		},
 		Deployments:  []appsv1.Deployment{web, api, zk, cache},
 		ReplicaSets:  []appsv1.ReplicaSet{webRS, apiRS, zkRS, cacheRS},
-		StatefulSets: []appsv1.StatefulSet{statefulSet("infra", "db", int32p(2), nil, "postgres:16"), statefulSet("infra", "queue", int32p(3), nil, "example.com/queue"), statefulSet("infra", "solo", nil, nil, "busybox")},
+		StatefulSets: []appsv1.StatefulSet{statefulSet("infra", "db", int32p(2), "postgres:16"), statefulSet("infra", "queue", int32p(3), "example.com/queue"), statefulSet("infra", "solo", nil, "busybox")},
 		Claims:       []corev1.PersistentVolumeClaim{pvc("data-db-0", "local-pv-1"), pvc("data-db-1", "pv-net"), pvc("data-queue-0", "pv-net")},
 		Volumes:      []corev1.PersistentVolume{localPV, networkPV},
 	}
@@ -223,7 +222,7 @@ func volumesInput() CheckInput {
 	}
 	for _, name := range slices.Sorted(maps.Keys(volumes)) {
 		in.Pods = append(in.Pods, onNode(name, "data-"+name))
-		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), nil, "postgres:16"))
+		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), "postgres:16"))
 		c := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: "data-" + name}}
 		c.Spec.VolumeName = volumes[name].Name
 		in.Claims = append(in.Claims, c)
@@ -237,7 +236,7 @@ func volumesInput() CheckInput {
 	in.Claims = append(in.Claims, unbound, lost)
 	for _, name := range []string{"missing", "unbound", "lost"} {
 		in.Pods = append(in.Pods, onNode(name, "data-"+name))
-		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), nil, "postgres:16"))
+		in.StatefulSets = append(in.StatefulSets, statefulSet("data", name, int32p(2), "postgres:16"))
 	}
 	in.Budgets = []*policyv1.PodDisruptionBudget{budget("data", "all", 1, nil)}
 	in.Budgets[0].Spec.Selector = &metav1.LabelSelector{}

@@ -16,12 +16,11 @@ import (
 var guardNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // guardCluster is a ManagedCluster in the exclusive cluster set set.
-func guardCluster(name, set string, labels map[string]string, taints ...ocm.Taint) ocm.ManagedCluster {
+func guardCluster(name, set string, labels map[string]string) ocm.ManagedCluster {
 	c := ocm.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ocm.ClusterSetLabel: set}}}
 	for k, v := range labels {
 		c.Labels[k] = v
 	}
-	c.Spec.Taints = taints
 	return c
 }
 

@@ -31,11 +31,13 @@ import (
 // bookmark that ends the initial events): the waits list, then watch.
 func init() { _ = os.Setenv("KUBE_FEATURE_WatchListClient", "false") }
 
-func placementWork(ns, name, placement string, conditions ...string) *unstructured.Unstructured {
+// placementWork is the work web of the placement web in the cluster
+// namespace ns, with the conditions given True.
+func placementWork(ns string, conditions ...string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
-		"metadata": map[string]any{"name": name, "namespace": ns, "generation": int64(1), "labels": map[string]any{
-			ocm.PlacementLabel: placement, ocm.ManifestWorkReplicaSetLabel: "apps." + placement,
+		"metadata": map[string]any{"name": "web", "namespace": ns, "generation": int64(1), "labels": map[string]any{
+			ocm.PlacementLabel: "web", ocm.ManifestWorkReplicaSetLabel: "apps.web",
 		}},
 	}}
 	var cs []any
@@ -65,7 +67,7 @@ func decisionObject(placement string, clusters ...string) *unstructured.Unstruct
 func waveFleet(t *testing.T, objs ...k8sruntime.Object) (*ClusterOptions, *dynamicfake.FakeDynamicClient, *bytes.Buffer) {
 	t.Helper()
 	objs = append(objs, managedCluster("a", nil), managedCluster("b", nil), managedCluster("c", nil),
-		placementWork("a", "web", "web"), placementWork("b", "web", "web"))
+		placementWork("a"), placementWork("b"))
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		ocm.ManagedClusterResource: "ManagedClusterList", ocm.ManifestWorkResource: "ManifestWorkList",
 		ocm.PlacementDecisionResource: "PlacementDecisionList", fleetconfig.SpokeResource: "SpokeList",
@@ -199,14 +201,14 @@ func TestClusterInterruptKeepsWhatStarted(t *testing.T) {
 // --wait-for=healthy: after the works left, the same replica set's work on
 // the cluster the placement decides on now must be Applied and Available.
 func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
-	o, client, _ := waveFleet(t, decisionObject("web", "c"), placementWork("c", "web", "web", "Applied"))
+	o, client, _ := waveFleet(t, decisionObject("web", "c"), placementWork("c", "Applied"))
 	o.MaxConcurrent, o.Clusters, o.WaitFor = 0, []string{"a"}, waitForHealthy
 	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		go func() {
 			time.Sleep(50 * time.Millisecond)
 			_ = client.Tracker().Delete(ocm.ManifestWorkResource, "a", "web")
 			time.Sleep(100 * time.Millisecond)
-			_ = client.Tracker().Update(ocm.ManifestWorkResource, placementWork("c", "web", "web", "Applied", "Available"), "c")
+			_ = client.Tracker().Update(ocm.ManifestWorkResource, placementWork("c", "Applied", "Available"), "c")
 		}()
 		return false, nil, nil
 	})
@@ -216,7 +218,7 @@ func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
 	assert.Check(t, is.Equal(report.Items[0].Result, ClusterDrained))
 
 	// Never Available within --timeout: exit 4, the cluster TimedOut.
-	o, client, _ = waveFleet(t, decisionObject("web", "c"), placementWork("c", "web", "web", "Applied"))
+	o, client, _ = waveFleet(t, decisionObject("web", "c"), placementWork("c", "Applied"))
 	o.MaxConcurrent, o.Clusters, o.WaitFor, o.Timeout = 0, []string{"a"}, waitForHealthy, 300*time.Millisecond
 	report = waveReport(t, o)
 	assert.NilError(t, client.Tracker().Delete(ocm.ManifestWorkResource, "a", "web"))

@@ -50,9 +50,10 @@ func TestDrainConditionsMoveTheirTransitionTimeOnlyWithTheirStatus(t *testing.T)
 	assert.Check(t, again[1].LastHeartbeatTime.After(now.Time), "the heartbeat moves")
 }
 
-func conditionStatus(t *testing.T, client *fake.Clientset, name string, kind corev1.NodeConditionType) corev1.ConditionStatus {
+// conditionStatus is the status of node a's condition kind.
+func conditionStatus(t *testing.T, client *fake.Clientset, kind corev1.NodeConditionType) corev1.ConditionStatus {
 	t.Helper()
-	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	n, err := client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 	assert.NilError(t, err)
 	for _, c := range n.Status.Conditions {
 		if c.Type == kind {
@@ -78,8 +79,8 @@ func TestDrainSetsTheLifecycleConditionsWhereServed(t *testing.T) {
 			assert.Check(t, is.Len(n.Status.Conditions, 0), "no conditions where the gate is off")
 			continue
 		}
-		assert.Check(t, is.Equal(conditionStatus(t, client, "a", corev1.NodeDrainInProgress), corev1.ConditionFalse))
-		assert.Check(t, is.Equal(conditionStatus(t, client, "a", corev1.NodeDrained), corev1.ConditionTrue))
+		assert.Check(t, is.Equal(conditionStatus(t, client, corev1.NodeDrainInProgress), corev1.ConditionFalse))
+		assert.Check(t, is.Equal(conditionStatus(t, client, corev1.NodeDrained), corev1.ConditionTrue))
 	}
 }
 
@@ -89,6 +90,6 @@ func TestGiveBackClearsTheLifecycleConditions(t *testing.T) {
 	o.lifecycle = true
 	assert.NilError(t, o.drainNodes(context.Background()))
 	assert.NilError(t, o.giveBack(context.Background(), "a"))
-	assert.Check(t, is.Equal(conditionStatus(t, client, "a", corev1.NodeDrainInProgress), corev1.ConditionFalse))
-	assert.Check(t, is.Equal(conditionStatus(t, client, "a", corev1.NodeDrained), corev1.ConditionFalse))
+	assert.Check(t, is.Equal(conditionStatus(t, client, corev1.NodeDrainInProgress), corev1.ConditionFalse))
+	assert.Check(t, is.Equal(conditionStatus(t, client, corev1.NodeDrained), corev1.ConditionFalse))
 }

@@ -35,8 +35,8 @@ func readyPod(p corev1.Pod, ready bool) corev1.Pod {
 	return p
 }
 
-func healthyBudget(ns, name string, healthy int32, match map[string]string) *policyv1.PodDisruptionBudget {
-	b := budget(ns, name, 0, match)
+func healthyBudget(name string, healthy int32, match map[string]string) *policyv1.PodDisruptionBudget {
+	b := budget("shop", name, 0, match)
 	b.Status.CurrentHealthy = healthy
 	return b
 }
@@ -64,7 +64,7 @@ func TestHelperForUnreachableNode(t *testing.T) {
 // healthy pod to lose. Never a Ready pod.
 func TestUnhealthyDeletable(t *testing.T) {
 	web := map[string]string{"app": "web"}
-	empty := healthyBudget("shop", "web", 0, web)
+	empty := healthyBudget("web", 0, web)
 	tests := []struct {
 		name    string
 		pod     corev1.Pod
@@ -74,8 +74,8 @@ func TestUnhealthyDeletable(t *testing.T) {
 		{"not Ready, budget has no healthy pod", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), []*policyv1.PodDisruptionBudget{empty}, true},
 		{"no Ready condition counts as not Ready", pod("shop", "web-1", "ReplicaSet", web), []*policyv1.PodDisruptionBudget{empty}, true},
 		{"Ready: never", readyPod(pod("shop", "web-1", "ReplicaSet", web), true), []*policyv1.PodDisruptionBudget{empty}, false},
-		{"budget still has a healthy pod", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), []*policyv1.PodDisruptionBudget{healthyBudget("shop", "web", 1, web)}, false},
-		{"one of two budgets has a healthy pod", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), []*policyv1.PodDisruptionBudget{empty, healthyBudget("shop", "all", 2, web)}, false},
+		{"budget still has a healthy pod", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), []*policyv1.PodDisruptionBudget{healthyBudget("web", 1, web)}, false},
+		{"one of two budgets has a healthy pod", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), []*policyv1.PodDisruptionBudget{empty, healthyBudget("all", 2, web)}, false},
 		{"no budget: the eviction is not refused by one", readyPod(pod("shop", "web-1", "ReplicaSet", web), false), nil, false},
 	}
 	for _, tc := range tests {
@@ -90,7 +90,7 @@ func TestPlanUnreachableAndNotReadyNodes(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	sick := readyPod(pod("shop", "web-1", "ReplicaSet", web), false)
 	well := readyPod(pod("shop", "db-0", "StatefulSet", map[string]string{"app": "db"}), true)
-	budgets := []*policyv1.PodDisruptionBudget{healthyBudget("shop", "web", 0, web), healthyBudget("shop", "db", 0, map[string]string{"app": "db"})}
+	budgets := []*policyv1.PodDisruptionBudget{healthyBudget("web", 0, web), healthyBudget("db", 0, map[string]string{"app": "db"})}
 	health := NodeHealth{UnhealthyPods: UnhealthyPodsEvictIfBudgetEmpty}
 	var items []NodeReport
 	for _, n := range []*corev1.Node{withReady(node("lost", false, nil), corev1.ConditionUnknown), withReady(node("sick", false, nil), corev1.ConditionFalse)} {
@@ -133,7 +133,7 @@ func TestDeleteUnhealthy(t *testing.T) {
 	sick := readyPod(pod("shop", "web-1", "ReplicaSet", web), false)
 	sick.UID, sick.ResourceVersion = types.UID("u-1"), "7"
 	well := readyPod(pod("shop", "web-2", "ReplicaSet", web), true)
-	client, _ := fakeCluster(t, &sick, &well, healthyBudget("shop", "web", 0, web))
+	client, _ := fakeCluster(t, &sick, &well, healthyBudget("web", 0, web))
 	budgets, err := NewBudgetView(context.Background(), client)
 	assert.NilError(t, err)
 	d := &NodeDrainer{

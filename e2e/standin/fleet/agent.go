@@ -141,7 +141,7 @@ func (f *Fleet) agentReconcile(ctx context.Context, a *agent, s *spoke) next {
 		return waitChange
 	}
 	if err := f.unjoinWith(ctx, s, a.spoke); err != nil {
-		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
+		f.setDeleting(ctx, s, cleanupCondition(true, err.Error()))
 		return failed
 	}
 	a.unjoined = true

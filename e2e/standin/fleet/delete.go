@@ -21,7 +21,7 @@ import (
 // to come back.
 func (f *Fleet) reconcileDelete(ctx context.Context, s *spoke) next {
 	if s.Status.Phase != phaseDeleting {
-		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(false, ""))
+		f.setDeleting(ctx, s, cleanupCondition(false, ""))
 		return requeue
 	}
 	if s.Annotations[forceDeleteAnnotation] == "true" && (s.has(finalizerHubCleanupPreflight) || s.has(finalizerSpokeCleanup)) {
@@ -77,7 +77,7 @@ func (f *Fleet) blockedByWorks(ctx context.Context, s *spoke) (next, bool) {
 		if !addOnOwned(&w) {
 			// An error upstream: the queue backs off, and the work's
 			// deletion brings no reconcile (upstream watches no works).
-			f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, BlockingMessage(s.Name)))
+			f.setDeleting(ctx, s, cleanupCondition(true, BlockingMessage(s.Name)))
 			return failed, true
 		}
 	}
@@ -187,7 +187,7 @@ func (f *Fleet) hubUnjoin(ctx context.Context, s *spoke) next {
 		err = fmt.Errorf("failed to unjoin spoke cluster: %w", err)
 	}
 	if err != nil {
-		f.setStatus(ctx, s, phaseDeleting, cleanupCondition(true, err.Error()))
+		f.setDeleting(ctx, s, cleanupCondition(true, err.Error()))
 		return failed
 	}
 	f.setFinalizers(ctx, s, without(s.Finalizers, finalizerSpokeCleanup))

@@ -524,7 +524,8 @@ func (f *Fleet) reconcileAll(ctx context.Context, sc schedule) {
 			if s.DeletionTimestamp != nil {
 				n = f.reconcileDelete(ctx, &s)
 			} else {
-				n = f.reconcileJoin(ctx, &s)
+				f.reconcileJoin(ctx, &s)
+				n = requeue // as upstream, after every reconcile of a live Spoke
 			}
 			p := f.currentPace()
 			mu.Lock()
@@ -624,7 +625,7 @@ func initialConditions() []condition {
 // kubeconfig Secret after the pivot) and, in unified mode or for
 // hub-as-spoke, the spoke's work too; the phase follows the conditions.
 // Upstream requeues a live Spoke after every reconcile, failed or not.
-func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) next {
+func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) {
 	if !s.has(finalizerHubCleanup) {
 		fins := append(slices.Clone(s.Finalizers), finalizerHubCleanupPreflight, finalizerHubCleanup)
 		// In addon mode the spoke side adds spoke-cleanup once joined.
@@ -637,12 +638,12 @@ func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) next {
 			f.fail(ctx, err)
 		}
 		f.patch(ctx, s, fins, hubDefaults(s, hub))
-		return requeue
+		return
 	}
 	st := newStatus(s)
 	if s.Status.Phase == "" {
 		f.writeStatus(ctx, s, st, phaseJoining)
-		return requeue
+		return
 	}
 	hub, err := f.hubOf(ctx, s)
 	if err == nil {
@@ -652,7 +653,6 @@ func (f *Fleet) reconcileJoin(ctx context.Context, s *spoke) next {
 		spokeWork(st)
 	}
 	f.writeStatus(ctx, s, st, st.phase(err))
-	return requeue
 }
 
 // hubOf is upstream's getHubMeta: the Hub that spec.hubRef names, nil when
@@ -904,13 +904,14 @@ func equalStatus(a, b spokeStatus) bool {
 	return true
 }
 
-// setStatus sets the phase and the given conditions (keeping the others).
-func (f *Fleet) setStatus(ctx context.Context, s *spoke, phase string, conds ...condition) {
+// setDeleting sets the phase Deleting and the given conditions (keeping the
+// others).
+func (f *Fleet) setDeleting(ctx context.Context, s *spoke, conds ...condition) {
 	st := &status{conds: slices.Clone(s.Status.Conditions), enabledAddons: s.Status.EnabledAddons}
 	for _, c := range conds {
 		st.set(c)
 	}
-	f.writeStatus(ctx, s, st, phase)
+	f.writeStatus(ctx, s, st, phaseDeleting)
 }
 
 // hubDefaults is upstream's setDefaults: a Spoke's timeout left at the

@@ -214,10 +214,7 @@ func validateSpoke(ctx context.Context, mode Mode, v hubView, r *admissionv1.Adm
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "klusterlet", "addonKubeClientRegistrationAuth"),
 			s.Spec.Klusterlet.AddonKubeClientRegistrationAuth, []string{"csr", "token"}))
 	}
-	warnings, addOnErrs, err := validateAddOns(ctx, mode, v, s)
-	if err != nil {
-		return nil, err
-	}
+	warnings, addOnErrs := validateAddOns(ctx, mode, v, s)
 	if errs = append(errs, addOnErrs...); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(spokeKind, s.Name, errs)
 	}
@@ -240,7 +237,7 @@ func kubeconfigProblem(k kubeconfigRef) string {
 // every Spoke but hub-as-spoke in addon mode, forbidden on hub-as-spoke and
 // in unified mode; and once the Hub is initialized every add-on must name a
 // ClusterManagementAddOn.
-func validateAddOns(ctx context.Context, mode Mode, v hubView, s *spoke) ([]string, field.ErrorList, error) {
+func validateAddOns(ctx context.Context, mode Mode, v hubView, s *spoke) ([]string, field.ErrorList) {
 	path := field.NewPath("spec", "addOns")
 	var names []string
 	for _, a := range s.Spec.AddOns {
@@ -255,22 +252,22 @@ func validateAddOns(ctx context.Context, mode Mode, v hubView, s *spoke) ([]stri
 	}
 	found, initialized, err := v.hubState(ctx, s.Spec.HubRef.Namespace, s.Spec.HubRef.Name)
 	if err != nil {
-		return nil, append(errs, field.InternalError(path, err)), nil
+		return nil, append(errs, field.InternalError(path, err))
 	}
 	if !found || !initialized {
 		// A warning, so a Hub and its Spokes may be created together.
-		return []string{warnHubNotFound}, errs, nil
+		return []string{warnHubNotFound}, errs
 	}
 	known, err := v.addOns(ctx)
 	if err != nil {
-		return nil, append(errs, field.InternalError(path, err)), nil
+		return nil, append(errs, field.InternalError(path, err))
 	}
 	for i, n := range names {
 		if !slices.Contains(known, n) {
 			errs = append(errs, field.Invalid(path.Index(i), n, errUnknownAddOn))
 		}
 	}
-	return nil, errs, nil
+	return nil, errs
 }
 
 // spokeMutable is upstream's Spoke update allow-list.
