@@ -30,8 +30,9 @@ func main() {
 	workdir := fs.String("workdir", "", "where the clusters live (up, down)")
 	_ = fs.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Args[1], *workdir); err != nil {
+	err := run(ctx, os.Args[1], *workdir)
+	cancel()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}

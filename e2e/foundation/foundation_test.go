@@ -3,6 +3,7 @@
 package foundation
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -140,6 +141,6 @@ func TestGeneratedCRDsAreUpToDate(t *testing.T) {
 		assert.NilError(t, err)
 		got, err := os.ReadFile(filepath.Join(root, "internal", "api", "crds", name))
 		assert.NilError(t, err)
-		assert.Check(t, string(got) == string(want), "internal/api/crds/%s is stale: run `make generate`", name)
+		assert.Check(t, bytes.Equal(got, want), "internal/api/crds/%s is stale: run `make generate`", name)
 	}
 }

@@ -119,8 +119,8 @@ type SpokesJob struct {
 
 // StartSpokesJob plays release's apply-spokes Jobs in namespace until ctx
 // ends. Errors reports what it could not do.
-func (c *Cluster) StartSpokesJob(ctx context.Context, namespace, release string) *SpokesJob {
-	j := &SpokesJob{cluster: c, namespace: namespace, release: release, errs: make(chan error, 16)}
+func (c *Cluster) StartSpokesJob(ctx context.Context, namespace, releaseName string) *SpokesJob {
+	j := &SpokesJob{cluster: c, namespace: namespace, release: releaseName, errs: make(chan error, 16)}
 	go func() {
 		done := map[types.UID]bool{}
 		// A poll, not a watch: the Job exists for as long as Helm waits on it.

@@ -141,7 +141,7 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 		if err != nil {
 			return nil, err
 		}
-		args := append(comp, "--kubeconfig", c.Kubeconfig, "--namespace", OCMHubNamespace, "--disable-leader-election",
+		args := append(slices.Clone(comp), "--kubeconfig", c.Kubeconfig, "--namespace", OCMHubNamespace, "--disable-leader-election",
 			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]))
 		p, err := e.StartProcess(name+"-"+comp[0], nil, h.bin, args...)
 		if err != nil {

@@ -3,6 +3,7 @@
 package spoke
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestRotateKubeconfig(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Equal(t, after.UID, before.UID, "the same secret object")
 		assert.Equal(t, rep.SecretUID, string(before.UID))
-		assert.Check(t, string(after.Data["kubeconfig"]) != string(before.Data["kubeconfig"]))
+		assert.Check(t, !bytes.Equal(after.Data["kubeconfig"], before.Data["kubeconfig"]))
 		assert.Equal(t, spokeWrites(t, "secrets", "rotating-kubeconfig"), writes+1, "one write")
 		// The Spoke keeps its secret; its record (what status and health read
 		// instead of the secret) takes the new credential's expiry, in one write.

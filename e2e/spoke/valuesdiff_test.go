@@ -167,7 +167,9 @@ func TestValuesDiffEachKindOfDrift(t *testing.T) {
 	driftNamespace(t, okNS)
 	createDriftSpoke(t, okNS, "in-step", `{kubeconfig: {secretReference: {name: in-step-kubeconfig, kubeconfigKey: kubeconfig}}, klusterlet: {mode: Default},
 		cleanupConfig: {purgeKlusterletOperator: true, purgeKubeconfigSecret: false, purgeAgentNamespace: false, forceClusterDrain: true}}`, byHelm, keep)
-	inStep := writeFile(t, "in-step.yaml", "fleetConfig:\n  spokes:"+driftEntries[:strings.Index(driftEntries, "  - name: fields")])
+	stepped, _, found := strings.Cut(driftEntries, "  - name: fields")
+	assert.Assert(t, found, "driftEntries has the entry fields")
+	inStep := writeFile(t, "in-step.yaml", "fleetConfig:\n  spokes:"+stepped)
 	r = spoke(t, "values-diff", "-n", okNS, "--values", inStep)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Equal(r.Stdout, ""), r)

@@ -133,7 +133,13 @@ func TestFleetdrainClusterTaintsAndUntaints(t *testing.T) {
 }
 
 // withoutTaints cuts the taints off the end of a ManagedCluster.
-func withoutTaints(mc string) string { return mc[:strings.Index(mc, "  taints:")] }
+func withoutTaints(mc string) string {
+	before, _, found := strings.Cut(mc, "  taints:")
+	if !found {
+		panic("withoutTaints: the ManagedCluster has no taints")
+	}
+	return before
+}
 
 func TestFleetdrainClusterChangesNothingElse(t *testing.T) {
 	for name, new := range map[string]string{

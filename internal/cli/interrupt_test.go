@@ -185,7 +185,7 @@ func TestNoRequestLeavesAfterTheRunEnded(t *testing.T) {
 	run, cancel := context.WithCancelCause(context.Background())
 	cancel(interruption(syscall.SIGTERM))
 	transport := &runBoundTransport{next: next, run: func() context.Context { return run }}
-	req, err := http.NewRequest(http.MethodDelete, "https://hub.example/api/v1/namespaces/x", nil)
+	req, err := http.NewRequest(http.MethodDelete, "https://hub.example/api/v1/namespaces/x", http.NoBody)
 	assert.NilError(t, err)
 	_, err = transport.RoundTrip(req) //nolint:bodyclose // refused before sending: there is no response
 	assert.ErrorContains(t, err, "interrupted by SIGTERM")

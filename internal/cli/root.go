@@ -5,7 +5,6 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -112,7 +111,7 @@ func addLogFlags(flags *pflag.FlagSet) {
 type logWriter struct{}
 
 func (logWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(os.Stderr, EscapeTerminal(string(p))); err != nil {
+	if _, err := os.Stderr.WriteString(EscapeTerminal(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

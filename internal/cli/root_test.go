@@ -77,7 +77,7 @@ func TestCommandLineChecksBeforeRunExit2(t *testing.T) {
 func TestVersionJSON(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
 	assert.Equal(t, Execute(testRoot(t, streams), []string{"version", "-o", "json"}, streams), exitcode.OK)
-	assert.Assert(t, len(out.String()) > 0)
+	assert.Assert(t, out.String() != "")
 	u := out.String()
 	assert.Assert(t, strings.Contains(u, `"kind": "Version"`) && strings.Contains(u, `"plugin": "sample"`), u)
 }

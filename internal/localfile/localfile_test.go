@@ -1,6 +1,7 @@
 package localfile
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +28,7 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		if err != nil || string(got) != string(data) || info.Size() != int64(len(data)) {
+		if err != nil || !bytes.Equal(got, data) || info.Size() != int64(len(data)) {
 			t.Fatalf("a file of %d bytes, bound %d: %v", len(data), limit, err)
 		}
 	})

@@ -76,7 +76,7 @@ func readRecord(s *fleetconfig.Spoke) (Record, error) {
 	if v, ok := a[RecordClusterUIDAnnotation]; ok {
 		// Kubernetes makes UUIDs; letters, digits and dashes are all a UID
 		// may need to be printed safely.
-		if len(v) == 0 || len(v) > 64 || strings.Trim(v, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != "" {
+		if v == "" || len(v) > 64 || strings.Trim(v, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != "" {
 			return Record{}, recordError(s, RecordClusterUIDAnnotation, "is not a UID")
 		}
 		r.ClusterUID = v

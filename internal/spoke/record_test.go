@@ -22,7 +22,7 @@ const forbiddenStatus = `{"kind":"Status","apiVersion":"v1","status":"Failure","
 
 // recordedSpokeJSON is spokeJSON with annotations (a JSON object).
 func recordedSpokeJSON(name, secret, annotations string) string {
-	return fmt.Sprintf(`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"%s","namespace":"mural-system","uid":"u-%s","resourceVersion":"5","annotations":%s},"spec":{"kubeconfig":{"secretReference":{"name":"%s","kubeconfigKey":"kubeconfig"}}}}`,
+	return fmt.Sprintf(`{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":%q,"namespace":"mural-system","uid":"u-%s","resourceVersion":"5","annotations":%s},"spec":{"kubeconfig":{"secretReference":{"name":%q,"kubeconfigKey":"kubeconfig"}}}}`,
 		name, name, annotations, secret)
 }
 

@@ -26,8 +26,8 @@ import (
 
 const spokeJSON = `{"apiVersion":"fleetconfig.open-cluster-management.io/v1beta1","kind":"Spoke","metadata":{"name":"%s","namespace":"mural-system","uid":"u-%s","resourceVersion":"5"},"spec":{"kubeconfig":{"secretReference":{"name":"%s","kubeconfigKey":"kubeconfig"}}}}`
 
-func secretJSON(name string, kubeconfig []byte) string {
-	return `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"` + name + `","namespace":"mural-system","resourceVersion":"11"},"data":{"kubeconfig":"` + base64.StdEncoding.EncodeToString(kubeconfig) + `"}}`
+func secretJSON(name string, data []byte) string {
+	return `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"` + name + `","namespace":"mural-system","resourceVersion":"11"},"data":{"kubeconfig":"` + base64.StdEncoding.EncodeToString(data) + `"}}`
 }
 
 // rotatingFleet has spoke-1 (secret spoke-1-kubeconfig) on a hub that is

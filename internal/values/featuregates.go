@@ -2,6 +2,7 @@ package values
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,7 +30,7 @@ func spokesSetting(src []byte, kind Kind, key, what string) (setting map[string]
 	if err != nil {
 		return nil, false, fmt.Errorf("the file is not valid YAML: %w", err)
 	}
-	path := append(kind.path()[:len(kind.path())-1:len(kind.path())-1], key)
+	path := append(slices.Clone(kind.path()[:len(kind.path())-1]), key)
 	for _, doc := range docs {
 		if _, ok := decodedList(doc, kind); !ok {
 			continue

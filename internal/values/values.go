@@ -543,7 +543,8 @@ const maxCopiedNodes = 10000
 // plain is a deep copy of n without comments, anchors or aliases (an alias
 // becomes a copy of what it points at), so it can be written anywhere.
 func plain(n *yaml.Node, budget *int) (*yaml.Node, error) {
-	if *budget--; *budget < 0 {
+	*budget--
+	if *budget < 0 {
 		return nil, errors.New("the entry to copy expands (through aliases) beyond what an entry can be; use --copy-from with a plain entry")
 	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {

@@ -575,16 +575,16 @@ func (f *Fleet) loadKubeconfig(ctx context.Context, s *spoke) ([]byte, error) {
 // withContext narrows a kubeconfig to one context (its current one when
 // context is ""), so whoever uses it (the klusterlet agent, the agent
 // add-on) uses that context's cluster and user.
-func withContext(kubeconfig []byte, context string) ([]byte, error) {
+func withContext(kubeconfig []byte, contextName string) ([]byte, error) {
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)
 	}
-	if context != "" {
-		if _, ok := raw.Contexts[context]; !ok {
-			return nil, fmt.Errorf("context %q not found in the kubeconfig", context)
+	if contextName != "" {
+		if _, ok := raw.Contexts[contextName]; !ok {
+			return nil, fmt.Errorf("context %q not found in the kubeconfig", contextName)
 		}
-		raw.CurrentContext = context
+		raw.CurrentContext = contextName
 	}
 	if err := clientcmdapi.MinifyConfig(raw); err != nil {
 		return nil, fmt.Errorf("parsing kubeconfig secret: %w", err)

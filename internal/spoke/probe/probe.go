@@ -88,7 +88,7 @@ func Reach(ctx context.Context, kc *kubeconfig.Kubeconfig, timeout time.Duration
 // servingCertificate is when the certificate the API server presents
 // expires (nil over plain http, which only --allow-insecure-kubeconfig-secrets lets through).
 func servingCertificate(ctx context.Context, hc *http.Client, host string) (*metav1.Time, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(host, "/")+"/version", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(host, "/")+"/version", http.NoBody)
 	if err != nil {
 		return nil, err
 	}
