@@ -21,7 +21,7 @@ import (
 func fakeAPIServer(t *testing.T) (*Cluster, *atomic.Int32) {
 	t.Helper()
 	var reached atomic.Int32
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		reached.Add(1)
 		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
 	}))

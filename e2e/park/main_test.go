@@ -37,7 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, func(run, start context.Context, e *harness.Env) (func(), error) {
+	os.Exit(harness.Main(m, func(_, start context.Context, e *harness.Env) (func(), error) {
 		env = e
 		g, gctx := errgroup.WithContext(start)
 		g.Go(func() (err error) {

@@ -39,7 +39,7 @@ func verbose(t *testing.T, level string) *bytes.Buffer {
 
 func TestHideBodiesKeepsSecretsOutOfLogs(t *testing.T) {
 	const token = "c2VjcmV0LXRva2VuLWluLWEtYm9keQ=="
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"spoke-1-kubeconfig","namespace":"fleet"},"data":{"kubeconfig":"` + token + `"}}`))
 	}))

@@ -22,7 +22,7 @@ import (
 // serveVersion is an API server that answers /version.
 func serveVersion(t *testing.T) *url.URL {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"gitVersion":"v1.37.0"}`)
 	}))

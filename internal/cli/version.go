@@ -67,7 +67,7 @@ func newCmdVersion(plugin string, f *Factory, streams genericiooptions.IOStreams
 			# Also show which API server the current flags and kubeconfig select
 			kubectl ` + plugin + ` version --show-server --context prod-hub`),
 		Args: NoArgs,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			if err := out.Validate(); err != nil {
 				return err
 			}

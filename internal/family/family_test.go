@@ -222,7 +222,7 @@ func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // checkListing: a command that lists (list, get) takes kubectl get's
 // -A, -l, --chunk-size and --no-headers; a bad selector is a usage error
 // before any request.
-func checkListing(t *testing.T, _ plugin, c *cobra.Command, line []string) {
+func checkListing(t *testing.T, _ plugin, c *cobra.Command, _ []string) {
 	if c.Name() != "list" && c.Name() != "get" {
 		return
 	}

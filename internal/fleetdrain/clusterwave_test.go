@@ -166,7 +166,7 @@ func TestClusterInterruptGivesBackWhatHadNotStarted(t *testing.T) {
 	o, client, errOut := waveFleet(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var once sync.Once
-	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	client.PrependReactor("patch", "managedclusters", func(_ k8stesting.Action) (bool, k8sruntime.Object, error) {
 		once.Do(func() { go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }() })
 		return false, nil, nil
 	})
@@ -186,7 +186,7 @@ func TestClusterInterruptKeepsWhatStarted(t *testing.T) {
 	o, client, _ := waveFleet(t)
 	o.MaxConcurrent, o.Clusters = 0, []string{"a"}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	client.PrependReactor("patch", "managedclusters", func(_ k8stesting.Action) (bool, k8sruntime.Object, error) {
 		go func() { time.Sleep(50 * time.Millisecond); cancel(exitcode.ErrInterrupted) }()
 		return false, nil, nil
 	})
@@ -203,7 +203,7 @@ func TestClusterInterruptKeepsWhatStarted(t *testing.T) {
 func TestClusterWaitsForTheMovedWorksToBeHealthy(t *testing.T) {
 	o, client, _ := waveFleet(t, decisionObject("web", "c"), placementWork("c", "Applied"))
 	o.MaxConcurrent, o.Clusters, o.WaitFor = 0, []string{"a"}, waitForHealthy
-	client.PrependReactor("patch", "managedclusters", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	client.PrependReactor("patch", "managedclusters", func(_ k8stesting.Action) (bool, k8sruntime.Object, error) {
 		go func() {
 			time.Sleep(50 * time.Millisecond)
 			_ = client.Tracker().Delete(ocm.ManifestWorkResource, "a", "web")

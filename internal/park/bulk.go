@@ -189,7 +189,7 @@ func (o *changeOptions) runBulk(ctx context.Context, p *Platform, verb string, d
 	if err := o.Output.Print(o.Out, report, report.table); err != nil {
 		return err
 	}
-	return report.outcome(ctx, verb)
+	return report.outcome(ctx)
 }
 
 // runEach runs the clusters, MaxConcurrent at a time. After Ctrl-C no
@@ -306,7 +306,7 @@ func (r BulkReport) exitCode(interrupted bool) int {
 // done; otherwise which ones are not and where they are, what this run
 // changed, and that the same command again finishes (the clusters done
 // are skipped quickly). Its exit code is exitCode's.
-func (r BulkReport) outcome(ctx context.Context, verb string) error {
+func (r BulkReport) outcome(ctx context.Context) error {
 	var notDone, changed []string
 	for _, item := range r.Items {
 		name := item.Metadata.Namespace + "/" + item.Metadata.Name

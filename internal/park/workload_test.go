@@ -143,7 +143,7 @@ func TestWorkloadErrorsAreScrubbed(t *testing.T) {
 // -o json prints the view's error as it is, without the terminal's
 // scrubbing.
 func TestWorkloadErrorsAreScrubbedInEveryURLForm(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
 		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+

@@ -255,7 +255,7 @@ func TestHealthReadsOneListPerKind(t *testing.T) {
 // A spoke that hangs holds its own slot for --spoke-timeout at most: the
 // other spokes are reached, even one at a time.
 func TestDeepHealthStalledSpokeHoldsNoOther(t *testing.T) {
-	stalled := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	stalled := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(stalled.Close)
 	good := clitest.NewAPIServer(t)
 	good.Respond("GET /version", 200, `{}`)

@@ -80,7 +80,7 @@ func NewHubClient(ctx context.Context, f *cli.Factory) (*HubClient, error) {
 }
 
 // getInto reads one object; found is false when it does not exist.
-func (h *HubClient) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
+func (*HubClient) getInto(ctx context.Context, ri dynamic.ResourceInterface, name string, into any) (found bool, err error) {
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil

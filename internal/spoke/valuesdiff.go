@@ -93,7 +93,7 @@ func NewCmdValuesDiff(f *cli.Factory, streams genericiooptions.IOStreams) *cobra
 }
 
 // Complete has nothing to read beyond the flags.
-func (o *ValuesDiffOptions) Complete(*cobra.Command, []string) error { return nil }
+func (*ValuesDiffOptions) Complete(*cobra.Command, []string) error { return nil }
 
 // Validate checks the flags, then reads the file: a file that is missing or
 // does not parse is refused before any request.
