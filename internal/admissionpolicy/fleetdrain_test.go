@@ -121,8 +121,8 @@ func TestFleetdrainClusterTaintsAndUntaints(t *testing.T) {
 	for name, r := range map[string]request{
 		"taint":                update(managedClusters, "spokekit-fleetdrain-cluster", managedCluster, drained),
 		"untaint":              update(managedClusters, "spokekit-fleetdrain-cluster", drained, managedCluster),
-		"taint the untainted":  update(managedClusters, "spokekit-fleetdrain-cluster", withoutTaints(managedCluster), withoutTaints(managedCluster)+"  taints: [{key: fleetdrain.spokekit.io/drained, effect: NoSelect}]\n"),
-		"untaint to no taints": update(managedClusters, "spokekit-fleetdrain-cluster", withoutTaints(managedCluster)+"  taints: [{key: fleetdrain.spokekit.io/drained, effect: NoSelect}]\n", withoutTaints(managedCluster)),
+		"taint the untainted":  update(managedClusters, "spokekit-fleetdrain-cluster", untaintedCluster(), untaintedCluster()+"  taints: [{key: fleetdrain.spokekit.io/drained, effect: NoSelect}]\n"),
+		"untaint to no taints": update(managedClusters, "spokekit-fleetdrain-cluster", untaintedCluster()+"  taints: [{key: fleetdrain.spokekit.io/drained, effect: NoSelect}]\n", untaintedCluster()),
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := admit(t, r)
@@ -132,11 +132,11 @@ func TestFleetdrainClusterTaintsAndUntaints(t *testing.T) {
 	}
 }
 
-// withoutTaints cuts the taints off the end of a ManagedCluster.
-func withoutTaints(mc string) string {
-	before, _, found := strings.Cut(mc, "  taints:")
+// untaintedCluster is managedCluster with its taints cut off its end.
+func untaintedCluster() string {
+	before, _, found := strings.Cut(managedCluster, "  taints:")
 	if !found {
-		panic("withoutTaints: the ManagedCluster has no taints")
+		panic("untaintedCluster: managedCluster has no taints")
 	}
 	return before
 }

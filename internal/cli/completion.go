@@ -32,9 +32,9 @@ func ResourceNames(f *Factory, resource string) cobra.CompletionFunc {
 
 // resourceNames lists the names; on any error there is nothing to offer,
 // as with kubectl.
-func resourceNames(ctx context.Context, f *Factory, resource string) []string {
+func resourceNames(ctx context.Context, f *Factory, resource string) []string { //nolint:contextcheck // cobra gives no context to a command run without ExecuteContext (a completion test); Execute always gives one
 	if ctx == nil {
-		ctx = context.Background() //nolint:contextcheck // cobra gives no context to a command run without ExecuteContext (a completion test); Execute always gives one
+		ctx = context.Background()
 	}
 	mapper, err := f.ToRESTMapper()
 	if err != nil {

@@ -88,8 +88,8 @@ type runBoundTransport struct {
 	run  func() context.Context
 }
 
-func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	run := t.run() //nolint:contextcheck // the run's context on purpose: binding requests to the run is this transport's job
+func (t *runBoundTransport) RoundTrip(req *http.Request) (*http.Response, error) { //nolint:contextcheck // the run's context on purpose: binding requests to the run is this transport's job
+	run := t.run()
 	if run == nil || req.Context().Value(outlivesRun{}) != nil {
 		return t.next.RoundTrip(req)
 	}

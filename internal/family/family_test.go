@@ -223,6 +223,7 @@ func checkChunkSize(t *testing.T, p plugin, c *cobra.Command, line []string) {
 // -A, -l, --chunk-size and --no-headers; a bad selector is a usage error
 // before any request.
 func checkListing(t *testing.T, _ plugin, c *cobra.Command, _ []string) {
+	t.Helper()
 	if c.Name() != "list" && c.Name() != "get" {
 		return
 	}

@@ -25,10 +25,10 @@ import (
 
 var deploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
 
-// singleReplica is Deployment web of one replica, its ReplicaSet, its pod
-// on node, and a budget that wants it up (minAvailable 1, so it allows no
+// singleReplica is Deployment web (namespace shop) of one replica, its ReplicaSet, its pod
+// on node a, and a budget that wants it up (minAvailable 1, so it allows no
 // disruption).
-func singleReplica(node string) (*appsv1.Deployment, *appsv1.ReplicaSet, *corev1.Pod, *policyv1.PodDisruptionBudget) {
+func singleReplica() (*appsv1.Deployment, *appsv1.ReplicaSet, *corev1.Pod, *policyv1.PodDisruptionBudget) {
 	yes := true
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "1"}}
 	d.Spec.Replicas = ptr(int32(1))
@@ -37,7 +37,7 @@ func singleReplica(node string) (*appsv1.Deployment, *appsv1.ReplicaSet, *corev1
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "shop", Name: "web-1a-x", Labels: map[string]string{"app": "web"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1a", Controller: &yes}},
-	}, Spec: corev1.PodSpec{NodeName: node}}
+	}, Spec: corev1.PodSpec{NodeName: "a"}}
 	b := budgetWithRV("web", 0)
 	one := intstr.FromInt32(1)
 	b.Spec.MinAvailable = &one
@@ -45,7 +45,7 @@ func singleReplica(node string) (*appsv1.Deployment, *appsv1.ReplicaSet, *corev1
 }
 
 func TestPlanSurge(t *testing.T) {
-	d, rs, p, b := singleReplica("a")
+	d, rs, p, b := singleReplica()
 	budgets := []*policyv1.PodDisruptionBudget{b}
 	change := func(f func(d *appsv1.Deployment, p *corev1.Pod, b *policyv1.PodDisruptionBudget)) (*appsv1.Deployment, *corev1.Pod, []*policyv1.PodDisruptionBudget) {
 		d2, p2, b2 := d.DeepCopy(), p.DeepCopy(), b.DeepCopy()
@@ -102,7 +102,7 @@ func TestPlanSurge(t *testing.T) {
 // The scale-up and the scale-down each go in one patch behind the
 // resourceVersion read and tests of the replicas and the record.
 func TestSurgePatchesAreGuarded(t *testing.T) {
-	d, _, _, _ := singleReplica("a")
+	d, _, _, _ := singleReplica()
 	ops, err := surgeOps(d, SurgeRecord{Replicas: 1, Pod: "shop/web-1a-x", Node: "a"})
 	assert.NilError(t, err)
 	data, err := guardedPatch("7", ops)
@@ -169,7 +169,7 @@ func storedDeployment(t *testing.T, c *budgetCluster, ns, name string) *appsv1.D
 // go: the Deployment goes to 2, the pod is evicted once the budget allows
 // it, and the Deployment is back at 1 with no record left.
 func TestSurgeEvictsASingleReplicaAfterItsReplacement(t *testing.T) {
-	d, rs, p, b := singleReplica("a")
+	d, rs, p, b := singleReplica()
 	c := surgeCluster(t, true, node("a", false, nil), node("b", false, nil), d, rs, p, b)
 	o, out, errOut := nodeOptions(c.Clientset, "a")
 	o.Surge, o.PDBTimeout = true, time.Minute
@@ -199,7 +199,7 @@ func TestSurgeEvictsASingleReplicaAfterItsReplacement(t *testing.T) {
 // Ctrl-C while the surged pod waits for its budget: the Deployment is
 // given back its one replica and the record goes; exit 130.
 func TestInterruptedSurgeGivesTheReplicaBack(t *testing.T) {
-	d, rs, p, b := singleReplica("a")
+	d, rs, p, b := singleReplica()
 	c := surgeCluster(t, false, node("a", false, nil), node("b", false, nil), d, rs, p, b)
 	o, _, _ := nodeOptions(c.Clientset, "a")
 	o.Surge, o.PDBTimeout = true, time.Minute
