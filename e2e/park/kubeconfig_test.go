@@ -164,7 +164,7 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		// An object of bob's name that is not park's any more is refused
 		// and stays.
 		sa := strings.TrimPrefix(b.Stdout, "system:serviceaccount:spokekit-system:")
-		admin := workloadKubeconfig(t, namespace, "kc")
+		admin := workloadKubeconfig(t, "kc")
 		r = workload(t, admin, "label", "clusterrolebinding", sa, "app.kubernetes.io/managed-by-")
 		assert.Equal(t, r.ExitCode, 0, r)
 		r = as("bob@example.com", "--revoke")

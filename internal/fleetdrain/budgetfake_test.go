@@ -185,8 +185,8 @@ func (c *budgetCluster) podsOn(node string) int {
 }
 
 // budgetPod is a ReplicaSet's pod on node that budget app protects.
-func budgetPod(node, app string) *corev1.Pod {
-	p := pod("shop", fmt.Sprintf("%s-%s-0", app, node), "ReplicaSet", map[string]string{"app": app})
+func budgetPod(node, app string, i int) *corev1.Pod {
+	p := pod("shop", fmt.Sprintf("%s-%s-%d", app, node, i), "ReplicaSet", map[string]string{"app": app})
 	p.OwnerReferences[0].APIVersion = "apps/v1"
 	p.Spec.NodeName = node
 	return &p

@@ -30,7 +30,7 @@ func TestConcurrentDrainsShareOneViewOfTheBudgets(t *testing.T) {
 	var names []string
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
 		names = append(names, n)
-		objs = append(objs, node(n, false, nil), budgetPod(n, "api"))
+		objs = append(objs, node(n, false, nil), budgetPod(n, "api", 0))
 	}
 	c := newBudgetCluster(t, false, false, objs...)
 	o, out, _ := nodeOptions(c.Clientset, names...)

@@ -81,7 +81,7 @@ func TestBudgetDeadlockedNodesAreDrainedInTurn(t *testing.T) {
 		x, y := fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)
 		names = append(names, a, b)
 		objs = append(objs, node(a, false, nil), node(b, false, nil),
-			budgetPod(a, x), budgetPod(a, y), budgetPod(b, y), budgetPod(b, x),
+			budgetPod(a, x, 0), budgetPod(a, y, 0), budgetPod(b, y, 0), budgetPod(b, x, 0),
 			budgetWithRV(x, 1), budgetWithRV(y, 1))
 	}
 	c := newBudgetCluster(t, true, true, objs...)

@@ -234,7 +234,7 @@ func (o *KubeconfigOptions) failed(ctx context.Context, report *KubeconfigReport
 // one admin kubeconfig. Not knowing the name is a refusal: objects named
 // without it would be shared.
 func managementUser(ctx context.Context, p *Platform, unchanged string) (string, error) {
-	r, err := p.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	r, err := p.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return "", exitcode.RefusedErrorf("asking the management cluster who the current user is (SelfSubjectReview): %w; %s: --role names the workload cluster's ServiceAccount after that user", err, unchanged)
 	}

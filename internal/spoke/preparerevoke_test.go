@@ -59,18 +59,30 @@ func TestPlanRevoke(t *testing.T) {
 func TestPlanRevokeRefusesWhatPrepareDidNotMake(t *testing.T) {
 	foreign := func(edit func(*prepareFacts)) prepareFacts { f := served(t); edit(&f); return f }
 	cases := []refusal{
-		{"someone's token Secret", foreign(func(f *prepareFacts) { f.Token.Labels = nil }),
-			"secret spokekit-system/spokekit-join-token was not made by kubectl spoke prepare"},
-		{"someone's ServiceAccount", foreign(func(f *prepareFacts) { f.ServiceAccount.Labels = nil }),
-			"serviceaccount spokekit-system/spokekit-join was not made"},
-		{"someone's ClusterRole", foreign(func(f *prepareFacts) { f.Role.Labels = map[string]string{"app.kubernetes.io/managed-by": "helm"} }),
-			"clusterrole spokekit:spoke-join was not made"},
-		{"someone's binding", foreign(func(f *prepareFacts) { f.Binding.Labels = nil }),
-			"clusterrolebinding spokekit:spoke-join was not made"},
-		{"a binding of another role", foreign(func(f *prepareFacts) { f.Binding.RoleRef.Name = "cluster-admin" }),
-			"binds ClusterRole cluster-admin, not prepare's role"},
-		{"a token of another ServiceAccount", foreign(func(f *prepareFacts) { f.Token.Annotations[corev1.ServiceAccountNameKey] = "default" }),
-			"is not the token of serviceaccount spokekit-join"},
+		{
+			"someone's token Secret", foreign(func(f *prepareFacts) { f.Token.Labels = nil }),
+			"secret spokekit-system/spokekit-join-token was not made by kubectl spoke prepare",
+		},
+		{
+			"someone's ServiceAccount", foreign(func(f *prepareFacts) { f.ServiceAccount.Labels = nil }),
+			"serviceaccount spokekit-system/spokekit-join was not made",
+		},
+		{
+			"someone's ClusterRole", foreign(func(f *prepareFacts) { f.Role.Labels = map[string]string{"app.kubernetes.io/managed-by": "helm"} }),
+			"clusterrole spokekit:spoke-join was not made",
+		},
+		{
+			"someone's binding", foreign(func(f *prepareFacts) { f.Binding.Labels = nil }),
+			"clusterrolebinding spokekit:spoke-join was not made",
+		},
+		{
+			"a binding of another role", foreign(func(f *prepareFacts) { f.Binding.RoleRef.Name = "cluster-admin" }),
+			"binds ClusterRole cluster-admin, not prepare's role",
+		},
+		{
+			"a token of another ServiceAccount", foreign(func(f *prepareFacts) { f.Token.Annotations[corev1.ServiceAccountNameKey] = "default" }),
+			"is not the token of serviceaccount spokekit-join",
+		},
 		{"an Opaque Secret", foreign(func(f *prepareFacts) { f.Token.Type = corev1.SecretTypeOpaque }), "(type Opaque)"},
 	}
 	assertRefused(t, cases, "nothing was deleted", func(f prepareFacts) error {

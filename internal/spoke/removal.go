@@ -465,8 +465,10 @@ func (o *removalOptions) run(ctx context.Context, how removal) error {
 	if o.values != nil && o.values.Kind == values.HelmValues && rel == nil && helmRelease(s) == "" {
 		hubRelease = hub.fleetRelease(ctx, s)
 	}
-	plan, err := planRemoval(removalInput{Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, FluxLive: fluxLive,
-		HubRelease: hubRelease, Force: how.Force, Wait: how.Wait})
+	plan, err := planRemoval(removalInput{
+		Namespace: hub.Namespace, Name: o.Name, Spoke: s, File: o.values, Release: rel, releaseClient: rc, FluxLive: fluxLive,
+		HubRelease: hubRelease, Force: how.Force, Wait: how.Wait,
+	})
 	if err != nil {
 		return err
 	}

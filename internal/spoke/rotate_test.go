@@ -271,8 +271,10 @@ func TestRepointPatch(t *testing.T) {
 // With --secret, --values and --release, the table says what happened to
 // both: the file's entry and the release's revision.
 func TestRotateTableShowsTheReleaseBesideTheFile(t *testing.T) {
-	p := &rotatePlan{SecretName: "s-2027", Patch: []api.PatchOp{{Op: "test"}}, Values: repointEntry,
-		Release: &releaseUpgrade{Name: "mural", Revision: 4, NewRevision: 5, change: &helmrelease.Change{}}}
+	p := &rotatePlan{
+		SecretName: "s-2027", Patch: []api.PatchOp{{Op: "test"}}, Values: repointEntry,
+		Release: &releaseUpgrade{Name: "mural", Revision: 4, NewRevision: 5, change: &helmrelease.Change{}},
+	}
 	r := &RotateReport{ReportMeta: api.NewNamespacedReportMeta("SpokeKubeconfigRotation", "mural-system", "spoke-1")}
 	p.fill(r, cli.DryRunNone)
 	var out strings.Builder
