@@ -132,11 +132,17 @@ func workloadKubeconfig(t *testing.T, name string) string {
 	return path
 }
 
-// workload runs the built kubectl against a workload cluster.
-func workload(t *testing.T, kubeconfig string, args ...string) harness.Result {
+// workloadCommand runs kubectl with kubeconfig alone, in a home of t.
+func workloadCommand(t *testing.T, kubeconfig string) harness.Command {
 	t.Helper()
 	cmd := platform.For(t.TempDir())
 	cmd.Env = []string{"KUBECONFIG=" + kubeconfig}
-	r := harness.Kubectl(t, cmd, args...)
+	return cmd
+}
+
+// workload runs the built kubectl against a workload cluster.
+func workload(t *testing.T, kubeconfig string, args ...string) harness.Result {
+	t.Helper()
+	r := harness.Kubectl(t, workloadCommand(t, kubeconfig), args...)
 	return r
 }

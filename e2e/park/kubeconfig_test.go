@@ -147,8 +147,11 @@ func TestKubeconfigFetchedAndUsed(t *testing.T) {
 		// server learns of that through its watch of ServiceAccounts, and
 		// then refuses the token itself (401, which kubectl words as "You
 		// must be logged in"). Bob's still works.
-		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			r = workload(t, alice, "get", "pods", "-A")
+		err := wait.PollUntilContextTimeout(ctx(t), 200*time.Millisecond, time.Minute, true, func(cx context.Context) (bool, error) {
+			var err error
+			if r, err = workloadCommand(t, alice).Kubectl(cx, "get", "pods", "-A"); err != nil {
+				return false, err
+			}
 			return r.ExitCode != 0 && strings.Contains(r.Stderr, "You must be logged in to the server"), nil
 		})
 		assert.NilError(t, err, "alice's token is not refused after --revoke: %s", r)

@@ -282,8 +282,8 @@ func TestNeverJoinedSpokeDeletedAtOnce(t *testing.T) {
 // finalizers hold it a moment after the Spoke went.
 func waitManagedClusterGone(t *testing.T, name string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return managedCluster(t, name) == nil, nil
+	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		return managedClusterIn(cx, t, name) == nil, nil
 	})
 	assert.NilError(t, err, "ManagedCluster %s gone", name)
 }

@@ -116,6 +116,7 @@ type refusedRoleObject struct {
 // refusedRoleObjects are alice's objects of view as someone else left them:
 // neither --role nor --revoke touches them.
 func refusedRoleObjects(t *testing.T) map[string]refusedRoleObject {
+	t.Helper()
 	edit := func(change func(*RoleAccess)) RoleAccess {
 		have := alices(t)
 		have.ServiceAccount, have.Binding = have.ServiceAccount.DeepCopy(), have.Binding.DeepCopy()

@@ -95,12 +95,12 @@ type preparePlan struct {
 // someone else would get, or give, the join's rights.
 func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	p := &preparePlan{Names: n}
-	labels := func() map[string]string { return maps.Clone(ManagedByLabel) }
+	ownLabels := func() map[string]string { return maps.Clone(ManagedByLabel) }
 
 	switch ns := f.Namespace; {
 	case ns == nil:
 		p.Namespace = objectWrite[*corev1.Namespace]{objectCreate, &corev1.Namespace{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: n.Namespace, Labels: labels()},
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: n.Namespace, Labels: ownLabels()},
 		}}
 	case ns.DeletionTimestamp != nil:
 		return nil, exitcode.RefusedErrorf("namespace %s is being deleted; nothing was changed: wait until it is gone, or pick another with -n", n.Namespace)
@@ -116,7 +116,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: metav1.ObjectMeta{Name: n.ServiceAccount, Namespace: n.Namespace, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: n.ServiceAccount, Namespace: n.Namespace, Labels: ownLabels()},
 	}
 	if f.ServiceAccount == nil {
 		p.ServiceAccount = objectWrite[*corev1.ServiceAccount]{objectCreate, sa}
@@ -128,7 +128,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, Rules: rulesFor(preparedAccess()),
+		ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: ownLabels()}, Rules: rulesFor(preparedAccess()),
 	}
 	switch {
 	case f.Role == nil:
@@ -151,7 +151,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	case b == nil:
 		p.Binding = objectWrite[*rbacv1.ClusterRoleBinding]{objectCreate, &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: labels()}, RoleRef: roleRef, Subjects: subjects,
+			ObjectMeta: metav1.ObjectMeta{Name: n.Role, Labels: ownLabels()}, RoleRef: roleRef, Subjects: subjects,
 		}}
 	case refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta) != nil:
 		return nil, refuseForeign("clusterrolebinding "+n.Role, b.ObjectMeta)
@@ -174,7 +174,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 		p.Token = objectWrite[*corev1.Secret]{objectCreate, &corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: n.Token, Namespace: n.Namespace, Labels: labels(),
+				Name: n.Token, Namespace: n.Namespace, Labels: ownLabels(),
 				Annotations: map[string]string{corev1.ServiceAccountNameKey: n.ServiceAccount},
 			},
 			Type: corev1.SecretTypeServiceAccountToken,
