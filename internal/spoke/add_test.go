@@ -168,8 +168,10 @@ func TestPlanAdd(t *testing.T) {
 func TestPlanAddIntoAnEmptyList(t *testing.T) {
 	o := &AddOptions{Cleanup: fleetconfig.ChartCleanupDefaults, ociRegistry: map[string]any{"endpoint": "oci://registry.example.com"}}
 	o.Name = "spoke-2"
-	f := addFacts{Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
-		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: []\n")}}
+	f := addFacts{
+		Namespace: "mural-system", Hub: planHub(), Kubeconfig: []byte("new"),
+		File: &values.File{Path: "v.yaml", Kind: values.HelmValues, Data: []byte("fleetConfig:\n  spokes: []\n")},
+	}
 	p, err := planAdd(o, f)
 	assert.NilError(t, err)
 	names, err := values.Names(p.Edited, values.HelmValues)
