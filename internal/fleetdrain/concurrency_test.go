@@ -20,18 +20,24 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
+// fourNodesOnOneBudget is four nodes, each with a pod of budget shop/api,
+// which allows one disruption.
+func fourNodesOnOneBudget() (names []string, objs []k8sruntime.Object) {
+	objs = []k8sruntime.Object{budgetWithRV("api", 1)}
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		names = append(names, n)
+		objs = append(objs, node(n, false, nil), budgetPod(n, "api", 0))
+	}
+	return names, objs
+}
+
 // Four nodes drained at once, each holding a pod of a budget that allows
 // one disruption, on an API server whose budget status lags and which
 // refuses nothing: only drains that share one view of the budgets (one
 // watch, reservations seen by all) send a single eviction. Before, no test
 // could tell: the API server's own refusals kept the budget either way.
 func TestConcurrentDrainsShareOneViewOfTheBudgets(t *testing.T) {
-	objs := []k8sruntime.Object{budgetWithRV("api", 1)}
-	var names []string
-	for _, n := range []string{"n1", "n2", "n3", "n4"} {
-		names = append(names, n)
-		objs = append(objs, node(n, false, nil), budgetPod(n, "api", 0))
-	}
+	names, objs := fourNodesOnOneBudget()
 	c := newBudgetCluster(t, false, false, objs...)
 	o, out, _ := nodeOptions(c.Clientset, names...)
 	o.MaxConcurrent, o.PDBTimeout = 4, 300*time.Millisecond
@@ -52,12 +58,7 @@ func TestConcurrentDrainsShareOneViewOfTheBudgets(t *testing.T) {
 // one of the two evictions was refused (the one 429 TestConcurrentDrainKeepsBudgets
 // saw in e2e); here, where nothing is refused, it is overspent.
 func TestAReservationOutlivesStatusWritesThatDoNotCountItsEviction(t *testing.T) {
-	objs := []k8sruntime.Object{budgetWithRV("api", 1)}
-	var names []string
-	for _, n := range []string{"n1", "n2", "n3", "n4"} {
-		names = append(names, n)
-		objs = append(objs, node(n, false, nil), budgetPod(n, "api", 0))
-	}
+	names, objs := fourNodesOnOneBudget()
 	c := newBudgetCluster(t, false, false, objs...)
 	c.recount = true
 	o, _, _ := nodeOptions(c.Clientset, names...)
