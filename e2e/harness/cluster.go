@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -148,11 +151,7 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	}
 	c.ports = ports
 	config := filepath.Join(e.Workdir, name+".kwokctl.yaml")
-	options := kwokctlConfig(ports, o.certSANs)
-	if len(o.featureGates) > 0 {
-		options += "  kubeFeatureGates: " + strings.Join(o.featureGates, ",") + "\n"
-	}
-	if err := os.WriteFile(config, []byte(options+o.extraConfig), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(o.kwokctlConfig(ports)), 0o644); err != nil {
 		return nil, err
 	}
 	args := []string{"create", "cluster", "--name", name, "--config", config, "--kubeconfig", scratch, "--wait", "5m"}
@@ -283,3 +282,61 @@ func runContext(ctx context.Context, cmd *exec.Cmd) error {
 
 // Env is the test run the cluster belongs to.
 func (c *Cluster) Env() *Env { return c.env }
+
+// StallAPIServer freezes the cluster's API server for d (SIGSTOP, then
+// SIGCONT), as a machine too busy to schedule it would: requests hang
+// instead of failing, and every client's deadline passes. Leases held by the
+// cluster's components expire meanwhile.
+func (c *Cluster) StallAPIServer(ctx context.Context, d time.Duration) error {
+	pidFile := filepath.Join(c.env.clusterDir(c.Name), "clusters", c.Name, "pids", "kube-apiserver.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return fmt.Errorf("finding the API server of %s: %w", c.Name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stopping the API server of %s: %w", c.Name, err)
+	}
+	// The stall is the fault itself, so it lasts its time: there is no
+	// condition to wait for.
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resuming the API server of %s: %w", c.Name, err)
+	}
+	return ctx.Err()
+}
+
+// reportStoppedComponents says on stderr which control-plane components of
+// the run's clusters are no longer running, with the end of each one's log.
+// kwokctl starts them once and never restarts one that exits, and a test
+// then fails far from the cause (a CSR never signed, a pod never scheduled):
+// this names the cause beside the failure. A cluster a test stopped on
+// purpose shows here too.
+func (e *Env) reportStoppedComponents() {
+	e.mu.Lock()
+	clusters := slices.Clone(e.clusters)
+	e.mu.Unlock()
+	for _, c := range clusters {
+		dir := filepath.Join(e.clusterDir(c.Name), "clusters", c.Name)
+		pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
+		for _, pidFile := range pids {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || syscall.Kill(pid, 0) == nil {
+				continue
+			}
+			comp := strings.TrimSuffix(filepath.Base(pidFile), ".pid")
+			log := &Process{Log: filepath.Join(dir, "logs", comp+".log")}
+			fmt.Fprintf(os.Stderr, "test bed: cluster %s: %s is not running; its log ends:\n%s\n", c.Name, comp, log.Tail(5))
+		}
+	}
+}

@@ -36,6 +36,9 @@ func Main(m *testing.M, setup Setup) int {
 		return 1
 	}
 	code := m.Run()
+	if code != 0 {
+		env.reportStoppedComponents()
+	}
 	cancel()
 	if after != nil {
 		after()

@@ -101,18 +101,10 @@ func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOptio
 	pki := filepath.Join(e.clusterDir(name), "clusters", name, "pki")
 	c, err := e.StartCluster(ctx, name, append(opts, func(o *clusterOptions) {
 		o.certSANs = append(o.certSANs, agentAddrs...)
-		o.extraConfig += fmt.Sprintf(`componentsPatches:
-- name: kube-apiserver
-  extraArgs:
-  - key: enable-bootstrap-token-auth
-    value: "true"
-- name: kube-controller-manager
-  extraArgs:
-  - key: cluster-signing-cert-file
-    value: %s
-  - key: cluster-signing-key-file
-    value: %s
-`, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+		o.args = append(o.args,
+			componentArg{component: "kube-apiserver", key: "enable-bootstrap-token-auth", value: "true"},
+			componentArg{component: "kube-controller-manager", key: "cluster-signing-cert-file", value: filepath.Join(pki, "ca.crt")},
+			componentArg{component: "kube-controller-manager", key: "cluster-signing-key-file", value: filepath.Join(pki, "ca.key")})
 	})...)
 	if err != nil {
 		return nil, err
