@@ -58,7 +58,27 @@ func BenchmarkSpokeList(b *testing.B) {
 		add(b, what+" / the floor: both LISTs unpaged, in parallel, nothing decoded", "s", seconds(ours), seconds(floors), "≤ 1.5")
 		add(b, what+", peak memory", "MB", megabytes(ours), megabytes(theirs), "≤ 100 MB")
 		add(b, what+", LIST requests", "spokes+managedclusters", []float64{ourLists}, []float64{theirLists}, fmt.Sprintf("one per page: %d", 2*((n+499)/500)))
+		if n == 10000 {
+			listBreakdown(b, hub, kubectl, what)
+		}
 	}
+}
+
+// listBreakdown measures where spoke list's time over the floor goes, in
+// two rows taken in turns: the two process starts alone (kubectl finding and
+// starting the plugin, the plugin's start-up: `kubectl spoke version`), and
+// the list unpaged (--chunk-size=0), whose difference to the paged list is
+// what paging costs and whose difference to the floor, less the starts, is
+// reading, decoding and printing.
+func listBreakdown(b *testing.B, hub *harness.Cluster, kubectl func(...string) Usage, what string) {
+	b.Helper()
+	var starts, unpaged, floors []Usage
+	alternate(pairs,
+		func(int) { starts = append(starts, kubectl("spoke", "version")) },
+		func(int) { unpaged = append(unpaged, kubectl("spoke", "list", "-n", listNamespace, "--chunk-size=0")) },
+		func(int) { floors = append(floors, floor(b, hub)) })
+	add(b, what+", unpaged (--chunk-size=0) / the floor", "s", seconds(unpaged), seconds(floors), "where the time goes")
+	add(b, "kubectl spoke version (the two process starts alone) / the floor", "s", seconds(starts), seconds(floors), "where the time goes")
 }
 
 // floor is the least a list of the Spokes and ManagedClusters can take:
