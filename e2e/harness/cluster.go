@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -338,5 +339,36 @@ func (e *Env) reportStoppedComponents() {
 			log := &Process{Log: filepath.Join(dir, "logs", comp+".log")}
 			fmt.Fprintf(os.Stderr, "test bed: cluster %s: %s is not running; its log ends:\n%s\n", c.Name, comp, log.Tail(5))
 		}
+	}
+}
+
+// keepLogs moves the run's logs (the processes' and each cluster's
+// components') out of the work directory, which Close deletes, into
+// os.TempDir()/spokekit-e2e-failed/, keeping the newest five runs there, and
+// says where. A failure in CI, which runs on the machine the next session
+// gets back, can then be traced to its cause afterwards.
+func (e *Env) keepLogs() {
+	root := filepath.Join(os.TempDir(), "spokekit-e2e-failed")
+	dest := filepath.Join(root, time.Now().UTC().Format("20060102-150405")+"-"+filepath.Base(e.Workdir))
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "test bed: keeping the logs: %v\n", err)
+		return
+	}
+	e.mu.Lock()
+	clusters := slices.Clone(e.clusters)
+	e.mu.Unlock()
+	moves := map[string]string{filepath.Join(e.Workdir, "logs"): filepath.Join(dest, "processes")}
+	for _, c := range clusters {
+		moves[filepath.Join(e.clusterDir(c.Name), "clusters", c.Name, "logs")] = filepath.Join(dest, "cluster-"+c.Name)
+	}
+	for from, to := range moves {
+		if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(os.Stderr, "test bed: keeping %s: %v\n", from, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "test bed: the run failed; its logs are kept in %s\n", dest)
+	runs, _ := os.ReadDir(root)
+	for i := 0; i < len(runs)-5; i++ { // ReadDir sorts by name: oldest first
+		_ = os.RemoveAll(filepath.Join(root, runs[i].Name()))
 	}
 }

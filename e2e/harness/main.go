@@ -38,6 +38,7 @@ func Main(m *testing.M, setup Setup) int {
 	code := m.Run()
 	if code != 0 {
 		env.reportStoppedComponents()
+		env.keepLogs()
 	}
 	cancel()
 	if after != nil {
@@ -47,6 +48,9 @@ func Main(m *testing.M, setup Setup) int {
 	// tests passed: what they proved was proven on a broken bed.
 	if err := env.Failures(); err != nil {
 		fmt.Fprintln(os.Stderr, "test bed:", err)
+		if code == 0 {
+			env.keepLogs()
+		}
 		return 1
 	}
 	return code
