@@ -145,6 +145,16 @@ func workExistsIn(cx context.Context, t *testing.T, c *harness.Cluster, cluster,
 	return true
 }
 
+// workDeletion says, for a failure message, whether the work is being
+// deleted and what holds it ("" when it is not, or cannot be read).
+func workDeletion(cx context.Context, c *harness.Cluster, cluster, name string) string {
+	w, err := c.Dynamic.Resource(ocm.ManifestWorkResource).Namespace(cluster).Get(cx, name, metav1.GetOptions{})
+	if err != nil || w.GetDeletionTimestamp() == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (deleted at %s, held by %v)", w.GetDeletionTimestamp().UTC().Format(time.RFC3339), w.GetFinalizers())
+}
+
 // waitWorks waits until the works with these names exist in the cluster
 // namespace (and, on the spoke, their ConfigMaps), or are all gone.
 func waitWorks(t *testing.T, f fleet, spoke *harness.Cluster, cluster string, exist bool, works ...string) {

@@ -35,13 +35,16 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	f := drainBed(t, "guard", "{}", "guard-a", "guard-b")
 	c := f.hub.Cluster
 	// Now one of the two clusters only, and a work with a manifest: the
-	// work agent reports an empty one's Available as Unknown.
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSet("guard", "web"))))
+	// work agent reports an empty one's Available as Unknown. Its ConfigMap
+	// is this test's own: the apps set's work "web" puts default/web on the
+	// spoke API server these clusters' agents share.
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSetOf("guard", "web", "guard-web"))))
 	var selected, spare, last string
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
 		a, b := decidedIn(cx, t, c, "guard", "web", "guard-a"), decidedIn(cx, t, c, "guard", "web", "guard-b")
 		workA, workB := workExistsIn(cx, t, c, "guard-a", "web"), workExistsIn(cx, t, c, "guard-b", "web")
-		last = fmt.Sprintf("decided guard-a=%v guard-b=%v; work on guard-a=%v guard-b=%v", a, b, workA, workB)
+		last = fmt.Sprintf("decided guard-a=%v guard-b=%v; work on guard-a=%v%s guard-b=%v%s", a, b,
+			workA, workDeletion(cx, c, "guard-a", "web"), workB, workDeletion(cx, c, "guard-b", "web"))
 		switch {
 		case a && !b:
 			selected, spare = "guard-a", "guard-b"
