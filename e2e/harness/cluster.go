@@ -290,13 +290,9 @@ func (c *Cluster) Env() *Env { return c.env }
 // cluster's components expire meanwhile.
 func (c *Cluster) StallAPIServer(ctx context.Context, d time.Duration) error {
 	pidFile := filepath.Join(c.env.clusterDir(c.Name), "clusters", c.Name, "pids", "kube-apiserver.pid")
-	b, err := os.ReadFile(pidFile)
+	pid, err := readPid(pidFile)
 	if err != nil {
 		return fmt.Errorf("finding the API server of %s: %w", c.Name, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", pidFile, err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("stopping the API server of %s: %w", c.Name, err)
@@ -327,11 +323,7 @@ func (e *Env) reportStoppedComponents() {
 		dir := filepath.Join(e.clusterDir(c.Name), "clusters", c.Name)
 		pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
 		for _, pidFile := range pids {
-			b, err := os.ReadFile(pidFile)
-			if err != nil {
-				continue
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			pid, err := readPid(pidFile)
 			if err != nil || syscall.Kill(pid, 0) == nil {
 				continue
 			}
@@ -371,4 +363,17 @@ func (e *Env) keepLogs() {
 	for i := 0; i < len(runs)-5; i++ { // ReadDir sorts by name: oldest first
 		_ = os.RemoveAll(filepath.Join(root, runs[i].Name()))
 	}
+}
+
+// readPid reads a pid file kwokctl writes for each component it starts.
+func readPid(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return pid, nil
 }
