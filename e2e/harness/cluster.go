@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +27,10 @@ type Env struct {
 	Tools   Tools
 	Workdir string
 
-	mu        sync.Mutex
-	clusters  []*Cluster
+	mu       sync.Mutex
+	clusters []*Cluster
+	// fronts maps the address of a fault proxy to the cluster behind it.
+	fronts    map[string]*Cluster
 	processes []*Process
 	failures  []error
 	// ports reserved for components other than clusters, released at Close.
@@ -376,4 +379,28 @@ func readPid(path string) (int, error) {
 		return 0, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return pid, nil
+}
+
+// clusterAt is the cluster the harness started that serves server (a URL),
+// directly or behind one of its fault proxies: what a component running
+// inside that cluster would reach with its own ServiceAccount.
+func (e *Env) clusterAt(server string) (*Cluster, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("parsing server %q: %w", server, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.fronts[u.Host]; c != nil {
+		return c, nil
+	}
+	for _, c := range e.clusters {
+		if c.Config == nil {
+			continue
+		}
+		if h, err := url.Parse(c.Config.Host); err == nil && h.Host == u.Host {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("no cluster of this test run serves %s", server)
 }

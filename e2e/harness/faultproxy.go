@@ -134,6 +134,12 @@ func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.env.mu.Lock()
+	if c.env.fronts == nil {
+		c.env.fronts = map[string]*Cluster{}
+	}
+	c.env.fronts[ln.Addr().String()] = c
+	c.env.mu.Unlock()
 	for _, cl := range cfg.Clusters {
 		cl.Server = "https://" + ln.Addr().String()
 		cl.CertificateAuthority, cl.CertificateAuthorityData, cl.InsecureSkipTLSVerify = "", certPEM, false

@@ -75,6 +75,9 @@ type OCMHub struct {
 
 	mu     sync.Mutex
 	agents map[string]*Process
+	// operators is the cluster each agent's API server is, as the harness
+	// reaches it with its own rights (the klusterlet operator's part).
+	operators map[string]*Cluster
 	// agentAddrs is the loopback address each cluster's agent dials the hub
 	// at (see agentBootstrap).
 	agentAddrs map[string]string
@@ -93,7 +96,7 @@ var agentAddrs = func() []string {
 // StartOCMHub starts a hub cluster whose controller manager signs the
 // agents' CSRs, installs the hub CRDs and starts the OCM hub components.
 func (e *Env) StartOCMHub(ctx context.Context, name string, opts ...ClusterOption) (*OCMHub, error) {
-	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}, agentAddrs: map[string]string{}}
+	h := &OCMHub{bin: filepath.Join(e.Tools.Bin, "ocm"), agents: map[string]*Process{}, operators: map[string]*Cluster{}, agentAddrs: map[string]string{}}
 	if _, err := os.Stat(h.bin); err != nil {
 		return nil, fmt.Errorf("the OCM components are missing (run `make e2e-tools`): %w", err)
 	}
@@ -336,11 +339,13 @@ func writeServingCert(dir string) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
-// StartAgent does on a spoke what a klusterlet install does, with the
-// spoke's kubeconfig: the klusterlet CRDs, the agent namespace, and one
-// upstream `registration-operator agent` process (registration and work
-// agent) that bootstraps with the hub's bootstrap token. It does nothing while the
-// cluster's agent runs. Several clusters may share one spoke API server:
+// StartAgent does on a spoke what `clusteradm join` and then the klusterlet
+// operator do: the join applies OCM's klusterlet chart with the identity of
+// the spoke's kubeconfig (RenderKlusterletChart, applyAsClusteradm); the
+// operator's part, with the harness's own rights there, installs the
+// agent's CRDs and starts one upstream `registration-operator agent`
+// process (registration and work agent) that bootstraps with the hub's
+// bootstrap token. It does nothing while the cluster's agent runs. Several clusters may share one spoke API server:
 // each agent keeps its hub credential in its own secret there, and dials
 // the hub at an address of its own (see agentBootstrap).
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
@@ -364,25 +369,43 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	if err := os.WriteFile(kubeconfig, spokeKubeconfig, 0o600); err != nil {
 		return err
 	}
-	spoke, err := clusterFromKubeconfig(cluster, kubeconfig)
+	joiner, err := clusterFromKubeconfig(cluster, kubeconfig)
 	if err != nil {
 		return err
+	}
+	// The join: what clusteradm join applies, with the identity of the
+	// kubeconfig it was given, so a role that lacks a right fails here.
+	hubBootstrap, err := os.ReadFile(bootstrap)
+	if err != nil {
+		return fmt.Errorf("reading the bootstrap kubeconfig: %w", err)
+	}
+	objs, err := RenderKlusterletChart(ctx, cluster, hubBootstrap)
+	if err != nil {
+		return err
+	}
+	if err := applyAsClusteradm(ctx, joiner, objs); err != nil {
+		return fmt.Errorf("applying the klusterlet chart with the spoke's kubeconfig: %w", err)
+	}
+	// The klusterlet operator's part, with rights of its own: kwok runs no
+	// pods, so the harness plays the operator with its admin credential of
+	// that API server; the agent it starts runs with it too (upstream binds
+	// the work agent to cluster-admin).
+	operator, err := h.env.clusterAt(joiner.Config.Host)
+	if err != nil {
+		return fmt.Errorf("the klusterlet operator of %s: %w", cluster, err)
 	}
 	crds, err := ModuleGlob(ctx, OCMComponents, "manifests/klusterlet/managed/*crd.yaml")
 	if err != nil {
 		return err
 	}
-	if err := spoke.InstallCRDs(ctx, crds...); err != nil {
-		return err
-	}
-	if err := createNamespace(ctx, spoke.Kube, AgentNamespace); err != nil {
+	if err := operator.InstallCRDs(ctx, crds...); err != nil {
 		return err
 	}
 	// The agent's hub credential lives in its secret on the spoke; the hub
 	// directory is that secret as the agent's pod mounts it. An unjoin
 	// deletes the secret, and the agent installed next bootstraps afresh.
 	hubDir := filepath.Join(dir, "hub")
-	_, err = spoke.Kube.CoreV1().Secrets(AgentNamespace).Get(ctx, "hub-kubeconfig-"+cluster, metav1.GetOptions{})
+	_, err = operator.Kube.CoreV1().Secrets(AgentNamespace).Get(ctx, "hub-kubeconfig-"+cluster, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := os.RemoveAll(hubDir); err != nil {
@@ -404,8 +427,13 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	args = append([]string{
 		"registration-operator", "agent",
 		"--cluster-name", cluster,
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", operator.Kubeconfig,
 		"--bootstrap-kubeconfig", bootstrap,
+		// A Secret of its own that never exists: the join's
+		// bootstrap-hub-kubeconfig is shared by the clusters of one API
+		// server, and an agent watching it would re-bootstrap and exit
+		// whenever another cluster's join rewrote it.
+		"--bootstrap-kubeconfig-secret", "bootstrap-hub-kubeconfig-" + cluster,
 		"--hub-kubeconfig-dir", hubDir,
 		"--hub-kubeconfig-secret", "hub-kubeconfig-" + cluster,
 		"--workload-source-config", filepath.Join(hubDir, "kubeconfig"),
@@ -419,6 +447,7 @@ func (h *OCMHub) startAgent(ctx context.Context, cluster string, spokeKubeconfig
 	}
 	h.mu.Lock()
 	h.agents[cluster] = p
+	h.operators[cluster] = operator
 	h.mu.Unlock()
 	return nil
 }
@@ -473,6 +502,25 @@ func (h *OCMHub) StopAgent(cluster string) bool {
 	}
 	p.Stop()
 	return true
+}
+
+// RemoveAgent is the klusterlet operator's part of an unjoin: the
+// cluster's agent stops and its hub credential goes, with the operator's
+// rights. Clusters here share API servers, so it removes this agent's
+// credential rather than the agent namespace upstream deletes.
+func (h *OCMHub) RemoveAgent(ctx context.Context, cluster string) error {
+	h.StopAgent(cluster)
+	h.mu.Lock()
+	operator := h.operators[cluster]
+	h.mu.Unlock()
+	if operator == nil {
+		return nil // never started here: no credential to remove
+	}
+	err := operator.Kube.CoreV1().Secrets(AgentNamespace).Delete(ctx, "hub-kubeconfig-"+cluster, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the hub credential of %s's agent: %w", cluster, err)
+	}
+	return nil
 }
 
 // AgentRunning tells whether the cluster's agent runs.

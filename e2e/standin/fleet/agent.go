@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/spokekit/spokekit/e2e/harness"
 )
 
 // agent is the fleetconfig-controller-agent add-on of one spoke: upstream's
@@ -151,18 +149,22 @@ func (f *Fleet) agentReconcile(ctx context.Context, a *agent, s *spoke) next {
 	return waitChange
 }
 
-// unjoinWith is `clusteradm unjoin` with a client of the spoke: the
-// klusterlet agent stops and its hub credential goes. The tests join several
-// clusters through one spoke API server, so it removes this agent's hub
-// credential rather than the shared agent namespace upstream deletes.
+// unjoinWith is `clusteradm unjoin` with a client of the spoke: with that
+// client's identity it deletes the Klusterlet (a cluster's agents share
+// one API server here, so the namespaces upstream deletes too stay); the
+// klusterlet operator's part, the agent stopped and its hub credential
+// gone, is the harness's (RemoveAgent).
 func (f *Fleet) unjoinWith(ctx context.Context, s *spoke, c kubernetes.Interface) error {
-	if _, err := c.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
+	err := c.Discovery().RESTClient().Delete().AbsPath(klusterletPath).Do(ctx).Error()
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to unjoin spoke cluster: %w", err)
 	}
-	f.hub.StopAgent(s.Name)
-	err := c.CoreV1().Secrets(harness.AgentNamespace).Delete(ctx, "hub-kubeconfig-"+s.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := f.hub.RemoveAgent(ctx, s.Name); err != nil {
 		return fmt.Errorf("failed to unjoin spoke cluster: %w", err)
 	}
 	return nil
 }
+
+// klusterletPath is the Klusterlet that `clusteradm join` creates in the
+// klusterlet's Default mode.
+const klusterletPath = "/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet"
