@@ -391,9 +391,15 @@ func spokeConditionField(u *unstructured.Unstructured, t, field string) string {
 // waitSpoke waits until the Spoke satisfies cond (it is nil once gone).
 func waitSpoke(t testing.TB, name, what string, cond func(*unstructured.Unstructured) bool) {
 	t.Helper()
+	var last *unstructured.Unstructured
 	err := wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(cx context.Context) (bool, error) {
-		return cond(spokeObjectIn(cx, t, name)), nil
+		last = spokeObjectIn(cx, t, name)
+		return cond(last), nil
 	})
+	if err != nil && last != nil {
+		conds, _, _ := unstructured.NestedSlice(last.Object, "status", "conditions")
+		assert.NilError(t, err, "Spoke %s: %s; it has finalizers %v and conditions %v", name, what, last.GetFinalizers(), conds)
+	}
 	assert.NilError(t, err, "Spoke %s: %s", name, what)
 }
 

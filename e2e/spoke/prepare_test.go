@@ -4,35 +4,30 @@ package spoke
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
+	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 )
 
-// agentStandIn gives the prepared ServiceAccount what the klusterlet
-// operator would give its own agents: the harness runs the klusterlet agent
-// with the kubeconfig the join used, where a real cluster runs it under the
-// operator's ServiceAccounts. It is bound only after add's checks passed
-// with prepare's role alone.
-const agentStandIn = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: e2e-prepared-agent-stand-in}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
-subjects: [{kind: ServiceAccount, name: spokekit-join, namespace: spokekit-system}]
-`
-
 // prepare on the new spoke, then add with the file it wrote: every check of
-// add passes with the prepared identity alone; the real agent then joins.
+// add passes with the prepared identity alone, and the join, which applies
+// the klusterlet chart with that identity (as clusteradm join does), too;
+// the real agent then joins.
 // A re-run reuses the token; an existing file is refused and kept.
 func TestPrepareThenAdd(t *testing.T) {
 	const name = "prepared"
@@ -70,7 +65,6 @@ func TestPrepareThenAdd(t *testing.T) {
 	r := spoke(t, "add", name, "--spoke-kubeconfig", file)
 	assert.Equal(t, r.ExitCode, 0, r)
 
-	assert.NilError(t, spoke2.ApplyYAML(ctx(t), agentStandIn))
 	t.Cleanup(func() {
 		r := spoke(t, "remove", name, "--wait", "--timeout", "2m")
 		assert.Check(t, r.ExitCode == 0, r)
@@ -92,6 +86,94 @@ func TestPrepareThenAdd(t *testing.T) {
 		assert.Check(t, is.Len(deep.Unchecked, 0), "%+v", deep)
 		assert.Equal(t, r.ExitCode, 0, r)
 	}
+}
+
+// The join applies the klusterlet chart with the stored kubeconfig's
+// identity, so what prepare grants is what a join needs: prepare's role
+// less get on the klusterlet operator's Deployment makes add refuse, and a
+// Spoke written without add (as a chart would write it) never joins, its
+// Joined condition naming the refused request.
+func TestJoinNeedsWhatPrepareGrants(t *testing.T) {
+	if mode != fleet.ModeAddon {
+		// The join is the same in both modes; in unified mode a Spoke that
+		// never joined keeps spoke-cleanup (the hub drops hub-cleanup
+		// first, and only then would its spoke part unjoin).
+		t.Skip("addon mode: the join is the same in both, and unified mode keeps a never-joined Spoke")
+	}
+	const name, ns, sa = "lacking", "e2e-lacking", "joiner"
+	home := t.TempDir()
+	r, err := spoke2.For(home).Kubectl(ctx(t), "spoke", "prepare", "--output-file", filepath.Join(home, "unused"), "--dry-run=client", "-o", "json")
+	assert.NilError(t, err)
+	assert.Equal(t, r.ExitCode, 0, r)
+	// prepare's role: in what its dry run would write, or as an earlier
+	// prepare left it on the cluster (then the dry run writes no role).
+	var plan struct{ Objects []json.RawMessage }
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &plan))
+	var role *rbacv1.ClusterRole
+	for _, raw := range plan.Objects {
+		var o rbacv1.ClusterRole
+		assert.NilError(t, json.Unmarshal(raw, &o))
+		if o.Kind == "ClusterRole" {
+			role = &o
+		}
+	}
+	if role == nil {
+		role, err = spoke2.Kube.RbacV1().ClusterRoles().Get(ctx(t), "spokekit:spoke-join", metav1.GetOptions{})
+		assert.NilError(t, err, "prepare's dry run writes no role, and there is none: %s", r.Stdout)
+	}
+	cut := 0
+	for i, rule := range role.Rules {
+		if slices.Equal(rule.Resources, []string{"deployments"}) && slices.Equal(rule.ResourceNames, []string{"klusterlet"}) {
+			role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == "get" })
+			cut++
+		}
+	}
+	assert.Equal(t, cut, 1, "prepare's role has one rule for the operator's Deployment: %+v", role.Rules)
+	role.ObjectMeta = metav1.ObjectMeta{Name: "e2e:join-lacking"}
+
+	user, err := spoke2.ServiceAccountCommand(ctx(t), home, ns, sa)
+	assert.NilError(t, err)
+	rbac := spoke2.Kube.RbacV1()
+	_, err = rbac.ClusterRoles().Create(ctx(t), role, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	_, err = rbac.ClusterRoleBindings().Create(ctx(t), binding, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		assert.Check(t, rbac.ClusterRoleBindings().Delete(ctx(t), binding.Name, metav1.DeleteOptions{}))
+		assert.Check(t, rbac.ClusterRoles().Delete(ctx(t), role.Name, metav1.DeleteOptions{}))
+		assert.Check(t, spoke2.Kube.CoreV1().Namespaces().Delete(ctx(t), ns, metav1.DeleteOptions{}))
+	})
+	assert.NilError(t, user.WaitCanI(ctx(t), true, "patch", "deployments/klusterlet", "-n", "open-cluster-management"))
+	kubeconfig := strings.TrimPrefix(user.Env[0], "KUBECONFIG=")
+
+	// The token lives an hour: add's lifetime check is not the one shown here.
+	r = spoke(t, "add", name, "--spoke-kubeconfig", kubeconfig, "--min-credential-lifetime", "30m")
+	assert.Equal(t, r.ExitCode, 3, r)
+	assert.Check(t, is.Contains(r.Stderr, "get deployments.apps klusterlet in namespace open-cluster-management"), r)
+	assert.Check(t, spokeObject(t, name) == nil, "add wrote no Spoke")
+
+	createSpoke(t, name, &harness.Cluster{Kubeconfig: kubeconfig}, nil)
+	t.Cleanup(func() {
+		spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(releaseNamespace)
+		assert.Check(t, spokes.Delete(ctx(t), name, metav1.DeleteOptions{}))
+		waitSpoke(t, name, "gone", func(u *unstructured.Unstructured) bool { return u == nil })
+		assert.Check(t, hub.Kube.CoreV1().Secrets(releaseNamespace).Delete(ctx(t), name+"-kubeconfig", metav1.DeleteOptions{}))
+	})
+	refused := `deployments.apps "klusterlet" is forbidden: User "system:serviceaccount:` + ns + ":" + sa + `" cannot get resource "deployments"`
+	var joined string
+	err = wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(cx context.Context) (bool, error) {
+		if u := spokeObjectIn(cx, t, name); u != nil {
+			joined = spokeConditionMessage(u, fleetconfig.SpokeConditionJoined)
+		}
+		return strings.Contains(joined, refused), nil
+	})
+	assert.NilError(t, err, "the join refused for want of get on the operator's Deployment; SpokeJoined says %q", joined)
+	assert.Check(t, managedCluster(t, name) == nil, "no ManagedCluster: the klusterlet never started")
 }
 
 // A kubeconfig that cannot be read is refused, and nothing is written.
