@@ -24,6 +24,7 @@ import (
 // that phase (exit 4) while the others resume. With the template back, the
 // same command finishes the job.
 func TestBulkParkAndResume(t *testing.T) {
+	t.Parallel()
 	names := []string{"bulk-a", "bulk-b", "bulk-c"}
 	for _, name := range names {
 		createCluster(t, namespace, name, "in-memory", "{class: default-worker, name: md-0, replicas: 1}")

@@ -17,6 +17,7 @@ import (
 // same command again finds the cluster parked, keeps the first record and
 // finishes the wait.
 func TestFaultParkWaitLosesThePlatform(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "fault-park", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 2}",
 		"{class: default-worker, name: md-1, replicas: 1}")
@@ -52,6 +53,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 // finish: exit 4, saying what was checked and what was not. Once the
 // plugin reaches it, the same command changes nothing and finishes the wait.
 func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "fault-resume", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 2}",
 		"{class: default-worker, name: md-1, replicas: 1}")

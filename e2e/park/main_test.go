@@ -24,6 +24,13 @@ import (
 	"github.com/spokekit/spokekit/e2e/harness"
 )
 
+// Most tests here wait on Cluster API's controllers (the package alone keeps
+// a third of a core busy), so they run in parallel (t.Parallel), each on
+// Cluster objects of its own names. The two that move a cluster's workload
+// API server to the tenant do not: that restarts the shared core manager
+// (ClusterAPI.MoveToTenant), and the tenant is one API server; go test runs
+// them before it starts the parallel ones.
+
 // The clusters live in two Environment namespaces, to show park list -A.
 const (
 	namespace = "dynamo-prod"

@@ -30,6 +30,7 @@ metadata:
     cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"`
 
 func TestParkAndResumeThreePools(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "app", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 3}",
 		"{class: default-worker, name: md-1, replicas: 2}",
@@ -174,6 +175,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 // on every pool of that class, so no patch can park it; park says so before
 // writing anything.
 func TestClassAutoscaledPoolIsRefused(t *testing.T) {
+	t.Parallel()
 	assert.NilError(t, platform.InstallInMemoryClass(ctx(t), otherNS, "in-memory-autoscaled", map[string]string{
 		capiapi.AutoscalerMinSizeAnnotation: "1", capiapi.AutoscalerMaxSizeAnnotation: "3",
 	}))
@@ -225,6 +227,7 @@ func TestClassAutoscaledPoolIsRefused(t *testing.T) {
 // reaches the API server): the patch's test of the resourceVersion fails,
 // park reads again and records the other writer's size, not its own stale one.
 func TestParkRacesAConcurrentEdit(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "raced", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 1}",
 		"{class: default-worker, name: md-1, replicas: 1}")
@@ -250,6 +253,7 @@ func TestParkRacesAConcurrentEdit(t *testing.T) {
 }
 
 func TestRefusalsChangeNothing(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "hand", "in-memory",
 		"{class: default-worker, name: md-0, replicas: 1}",
 		"{class: default-worker, name: md-1, replicas: 1}")

@@ -26,6 +26,7 @@ import (
 // Then patch on Clusters is taken away and park refuses before it changes
 // anything.
 func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	roles, err := harness.PluginRBAC("park")
 	assert.NilError(t, err)
 	policy, err := harness.PluginManifest("park", "admission-policy.yaml")

@@ -58,6 +58,7 @@ func workerNode(t *testing.T, cluster string) (machine, node string) {
 }
 
 func TestStatusFromTheRealHealthCheck(t *testing.T) {
+	t.Parallel()
 	// The pool overrides the class's health check: a node NotReady for a
 	// second is unhealthy.
 	createCluster(t, namespace, "flaky", "in-memory", `class: default-worker
@@ -157,6 +158,7 @@ healthCheck:
 // demo showed "nodes Ready: 6 of 6" and then "0 of 3 machines healthy": the
 // MachineHealthCheck had not checked the new machines yet.)
 func TestResumeWaitAndStatusAgree(t *testing.T) {
+	t.Parallel()
 	createCluster(t, namespace, "agree", "in-memory", "{class: default-worker, name: md-0, replicas: 2}")
 	waitRunningWorkers(t, namespace, "agree", 2)
 	r := kubectl(t, "park", "cluster", "agree", "-n", namespace, "--wait", "--timeout", "4m")

@@ -42,6 +42,7 @@ spec:
 // The NAME-kubeconfig secret is written by whoever may write Secrets in the
 // Environment namespace: no command may run its exec plugin here.
 func TestClusterKubeconfigSecretNeverRunsExecPlugins(t *testing.T) {
+	t.Parallel()
 	execConfig, err := tenant.ExecKubeconfig(t.TempDir())
 	assert.NilError(t, err)
 	bareCluster(t, "untrusted", execConfig)
@@ -66,6 +67,7 @@ func TestClusterKubeconfigSecretNeverRunsExecPlugins(t *testing.T) {
 // At -v=10 client-go logs request and response bodies; the secret these
 // commands read on their own never shows, in any encoding.
 func TestVerboseLogsNeverShowTheClusterKubeconfig(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(tenant.Kubeconfig)
 	assert.NilError(t, err)
 	bareCluster(t, "verbose", data)
