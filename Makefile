@@ -62,9 +62,11 @@ DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
-# The longest package first: go test starts packages in this order, two at a
-# time (-p 2), so the others run beside e2e/spoke instead of after it.
-E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/...)
+# The two longest packages first: go test starts packages in this order, two
+# at a time (-p 2), so the short ones follow them instead of holding back
+# e2e/park, which mostly waits on Cluster API (a third of a core when it runs
+# alone) and ran last when it came in alphabetical order.
+E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/...)
 
 # $(call e2e_run,COMMAND) runs COMMAND with a work directory of its own under
 # E2E_WORKDIR and, at its end, kills what a killed test left running there:
