@@ -2,8 +2,14 @@ package harness
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -13,17 +19,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
 )
 
 // FaultProxy is a reverse proxy on 127.0.0.1 in front of a cluster's API
 // server that makes chosen requests fail the way a real outage does: the
 // plugins talk to it through an ordinary kubeconfig and cannot tell it from
 // the API server until a fault fires. It terminates TLS with a certificate of
-// its own (so it sees each request's method and path) and forwards as the
+// its own, signed by the cluster's CA (so it sees each request's method and
+// path, and is that API server at another address, as a client that compares
+// CAs tells) and forwards as the
 // cluster's admin, with the admin client certificate: whoever reaches the
 // proxy is admin, so it is for tests on the loopback interface only.
 type FaultProxy struct {
@@ -99,11 +107,7 @@ func (f *Fault) matches(r *http.Request) bool {
 // StartFaultProxy starts a proxy in front of c that forwards everything until
 // a fault is injected. It stops when ctx ends or on Close.
 func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("fault proxy certificate: %w", err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	pair, caPEM, err := c.proxyCertificate()
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy certificate: %w", err)
 	}
@@ -142,7 +146,7 @@ func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
 	c.env.mu.Unlock()
 	for _, cl := range cfg.Clusters {
 		cl.Server = "https://" + ln.Addr().String()
-		cl.CertificateAuthority, cl.CertificateAuthorityData, cl.InsecureSkipTLSVerify = "", certPEM, false
+		cl.CertificateAuthority, cl.CertificateAuthorityData, cl.InsecureSkipTLSVerify = "", caPEM, false
 	}
 	dir, err := os.MkdirTemp(c.env.Workdir, "faultproxy-")
 	if err != nil {
@@ -155,6 +159,48 @@ func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
 	go func() { _ = p.server.ServeTLS(ln, "", "") }()
 	go func() { <-ctx.Done(); p.Close() }()
 	return p, nil
+}
+
+// proxyCertificate is a serving certificate for 127.0.0.1 signed by the
+// cluster's own CA (kwokctl's), and that CA: the proxy is the API server at
+// another address, as a load balancer in front of it would be, so the
+// spoke's bootstrap kubeconfig names the same hub as one who reaches it
+// through the proxy (kubectl spoke add compares CAs).
+func (c *Cluster) proxyCertificate() (tls.Certificate, []byte, error) {
+	pki := filepath.Join(c.env.clusterDir(c.Name), "clusters", c.Name, "pki")
+	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	caKey, err := os.ReadFile(filepath.Join(pki, "ca.key"))
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	ca, err := tls.X509KeyPair(caPEM, caKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:      pkix.Name{CommonName: "spokekit-e2e-fault-proxy"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, caCert, &key.PublicKey, ca.PrivateKey)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
 }
 
 // Inject adds a fault; it counts requests from now on.

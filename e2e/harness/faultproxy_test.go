@@ -2,9 +2,14 @@ package harness
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // fakeAPIServer counts the requests that reach it.
@@ -34,6 +41,17 @@ func fakeAPIServer(t *testing.T) (*Cluster, *atomic.Int32) {
 	cfg.CurrentContext = "c"
 	path := filepath.Join(dir, "kubeconfig")
 	assert.NilError(t, clientcmd.WriteToFile(*cfg, path))
+	// The cluster's CA, where kwokctl keeps it: it signs the proxy's certificate.
+	pki := filepath.Join(dir, "clusters", "c", "clusters", "c", "pki")
+	assert.NilError(t, os.MkdirAll(pki, 0o700))
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	assert.NilError(t, err)
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "c-ca"}, key)
+	assert.NilError(t, err)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(filepath.Join(pki, "ca.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600))
+	assert.NilError(t, os.WriteFile(filepath.Join(pki, "ca.key"), keyPEM, 0o600))
 	return &Cluster{Name: "c", Kubeconfig: path, Config: &rest.Config{Host: ts.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, env: &Env{Workdir: dir}}, &reached
 }
 
