@@ -8,7 +8,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
@@ -23,6 +25,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // FaultProxy is a reverse proxy on 127.0.0.1 in front of a cluster's API
@@ -165,10 +168,20 @@ func (c *Cluster) StartFaultProxy(ctx context.Context) (*FaultProxy, error) {
 // cluster's own CA (kwokctl's), and that CA: the proxy is the API server at
 // another address, as a load balancer in front of it would be, so the
 // spoke's bootstrap kubeconfig names the same hub as one who reaches it
-// through the proxy (kubectl spoke add compares CAs).
+// through the proxy (kubectl spoke add compares CAs). A cluster kwokctl did
+// not make (Cluster API's simulated workload clusters) has no CA key here:
+// its proxy's certificate is self-signed.
 func (c *Cluster) proxyCertificate() (tls.Certificate, []byte, error) {
 	pki := filepath.Join(c.env.clusterDir(c.Name), "clusters", c.Name, "pki")
 	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if errors.Is(err, fs.ErrNotExist) {
+		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+		if err != nil {
+			return tls.Certificate{}, nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		return pair, certPEM, err
+	}
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}

@@ -127,3 +127,18 @@ func TestFaultProxy(t *testing.T) {
 	assert.Assert(t, err != nil, "Times -1 keeps firing")
 	assert.Equal(t, p.Fired(f), 2)
 }
+
+// A cluster kwokctl did not make has no CA key in the work directory: its
+// proxy serves a self-signed certificate, which the proxy's kubeconfig trusts.
+func TestFaultProxyWithoutTheClustersCA(t *testing.T) {
+	c, reached := fakeAPIServer(t)
+	assert.NilError(t, os.RemoveAll(filepath.Join(c.env.Workdir, "clusters")))
+	p, err := c.StartFaultProxy(t.Context())
+	assert.NilError(t, err)
+	defer p.Close()
+	hc, host := client(t, p)
+	resp, err := hc.Get(host + "/api")
+	assert.NilError(t, err)
+	assert.NilError(t, resp.Body.Close())
+	assert.Equal(t, reached.Load(), int32(1))
+}
