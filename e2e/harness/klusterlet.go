@@ -124,13 +124,10 @@ func applyAsClusteradm(ctx context.Context, c *Cluster, objs []*unstructured.Uns
 			return fmt.Errorf("applying %s %s: not a kind of the klusterlet chart", o.GetKind(), o.GetName())
 		}
 		k := joinKinds[i]
-		res := c.Dynamic.Resource(k.gvr)
-		client := res.Namespace("")
-		if k.namespaced {
-			client = res.Namespace(o.GetNamespace())
-		}
+		client := c.Dynamic.Resource(k.gvr).Namespace("")
 		what := fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
 		if k.namespaced {
+			client = c.Dynamic.Resource(k.gvr).Namespace(o.GetNamespace())
 			what = fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 		}
 		_, err := client.Get(ctx, o.GetName(), metav1.GetOptions{})

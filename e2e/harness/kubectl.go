@@ -86,3 +86,13 @@ func (c *Cluster) For(home string) Command {
 func (c Command) Exec(program string, args ...string) *exec.Cmd {
 	return c.command("", program, args...)
 }
+
+// Kubeconfig is the kubeconfig file the command's environment names ("" for none).
+func (c Command) Kubeconfig() string {
+	for _, e := range c.Env {
+		if v, ok := strings.CutPrefix(e, "KUBECONFIG="); ok {
+			return v
+		}
+	}
+	return ""
+}

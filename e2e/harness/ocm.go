@@ -345,9 +345,10 @@ func writeServingCert(dir string) ([]byte, error) {
 // operator's part, with the harness's own rights there, installs the
 // agent's CRDs and starts one upstream `registration-operator agent`
 // process (registration and work agent) that bootstraps with the hub's
-// bootstrap token. It does nothing while the cluster's agent runs. Several clusters may share one spoke API server:
-// each agent keeps its hub credential in its own secret there, and dials
-// the hub at an address of its own (see agentBootstrap).
+// bootstrap token. It does nothing while the cluster's agent runs. Several
+// clusters may share one spoke API server: each agent keeps its hub
+// credential in its own secret there, and dials the hub at an address of
+// its own (see agentBootstrap).
 func (h *OCMHub) StartAgent(ctx context.Context, cluster string, spokeKubeconfig []byte) error {
 	return h.startAgent(ctx, cluster, spokeKubeconfig, h.bootstrap)
 }

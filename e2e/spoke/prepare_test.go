@@ -149,7 +149,7 @@ func TestJoinNeedsWhatPrepareGrants(t *testing.T) {
 		assert.Check(t, spoke2.Kube.CoreV1().Namespaces().Delete(ctx(t), ns, metav1.DeleteOptions{}))
 	})
 	assert.NilError(t, user.WaitCanI(ctx(t), true, "patch", "deployments/klusterlet", "-n", "open-cluster-management"))
-	kubeconfig := strings.TrimPrefix(user.Env[0], "KUBECONFIG=")
+	kubeconfig := user.Kubeconfig()
 
 	// The token lives an hour: add's lifetime check is not the one shown here.
 	r = spoke(t, "add", name, "--spoke-kubeconfig", kubeconfig, "--min-credential-lifetime", "30m")
@@ -165,14 +165,9 @@ func TestJoinNeedsWhatPrepareGrants(t *testing.T) {
 		assert.Check(t, hub.Kube.CoreV1().Secrets(releaseNamespace).Delete(ctx(t), name+"-kubeconfig", metav1.DeleteOptions{}))
 	})
 	refused := `deployments.apps "klusterlet" is forbidden: User "system:serviceaccount:` + ns + ":" + sa + `" cannot get resource "deployments"`
-	var joined string
-	err = wait.PollUntilContextTimeout(ctx(t), 300*time.Millisecond, 3*time.Minute, true, func(cx context.Context) (bool, error) {
-		if u := spokeObjectIn(cx, t, name); u != nil {
-			joined = spokeConditionMessage(u, fleetconfig.SpokeConditionJoined)
-		}
-		return strings.Contains(joined, refused), nil
+	waitSpoke(t, name, "the join refused for want of get on the operator's Deployment", func(u *unstructured.Unstructured) bool {
+		return u != nil && strings.Contains(spokeConditionMessage(u, fleetconfig.SpokeConditionJoined), refused)
 	})
-	assert.NilError(t, err, "the join refused for want of get on the operator's Deployment; SpokeJoined says %q", joined)
 	assert.Check(t, managedCluster(t, name) == nil, "no ManagedCluster: the klusterlet never started")
 }
 
