@@ -6,14 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/spokekit/spokekit/e2e/fixture"
+	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/fleetdrain"
 )
 
@@ -38,9 +42,25 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	// work agent reports an empty one's Available as Unknown. Its ConfigMap
 	// is this test's own: the apps set's work "web" puts default/web on the
 	// spoke API server these clusters' agents share.
-	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Docs(fixture.Placement("guard", "web", "{numberOfClusters: 1}"), fixture.WorkReplicaSetOf("guard", "web", "guard-web"))))
-	var selected, spare, last string
+	// The Placement first, and its work set once it decided: while the
+	// placement controller first scores the two clusters, its decision can
+	// flip between them within a second, and under load OCM's
+	// ManifestWorkReplicaSet controller was seen to keep the work it made
+	// on the cluster decided first (seen once with four e2e jobs at once).
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.Placement("guard", "web", "{numberOfClusters: 1}")))
 	err := wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
+		p, err := c.Dynamic.Resource(ocm.PlacementResource).Namespace("guard").Get(cx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n, _, _ := unstructured.NestedInt64(p.Object, "status", "numberOfSelectedClusters")
+		return n == 1 && placementSatisfied(p) &&
+			decidedIn(cx, t, c, "guard", "web", "guard-a") != decidedIn(cx, t, c, "guard", "web", "guard-b"), nil
+	})
+	assert.NilError(t, err, "the placement decides on one cluster")
+	assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), fixture.WorkReplicaSetOf("guard", "web", "guard-web")))
+	var selected, spare, last string
+	err = wait.PollUntilContextTimeout(ctx(t, 3*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(cx context.Context) (bool, error) {
 		a, b := decidedIn(cx, t, c, "guard", "web", "guard-a"), decidedIn(cx, t, c, "guard", "web", "guard-b")
 		workA, workB := workExistsIn(cx, t, c, "guard-a", "web"), workExistsIn(cx, t, c, "guard-b", "web")
 		last = fmt.Sprintf("decided guard-a=%v guard-b=%v; work on guard-a=%v%s guard-b=%v%s", a, b,
@@ -105,4 +125,14 @@ func TestClusterGuardAgainstThePlacementController(t *testing.T) {
 	assert.Check(t, is.Contains(r.Stderr, "(wave 2)"), r)
 	r = kubectl(t, c, "fleetdrain", "uncordon", "cluster", "guard-a", "guard-b")
 	assert.Equal(t, r.ExitCode, 0, r)
+}
+
+// placementSatisfied says whether the placement controller reports the
+// Placement's decisions complete (condition PlacementSatisfied True).
+func placementSatisfied(p *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	return slices.ContainsFunc(conds, func(x any) bool {
+		cond, _ := x.(map[string]any)
+		return cond["type"] == "PlacementSatisfied" && cond["status"] == "True"
+	})
 }
