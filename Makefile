@@ -62,11 +62,11 @@ DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
-# The two longest packages first: go test starts packages in this order, two
-# at a time (-p 2), so the short ones follow them instead of holding back
-# e2e/park, which mostly waits on Cluster API (a third of a core when it runs
-# alone) and ran last when it came in alphabetical order.
-E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/...)
+# The longest packages first: hack/e2e.sh starts them in this order, three
+# jobs at a time (e2e/spoke's two FleetConfig passes are a job each), so the
+# short ones follow them instead of holding back e2e/park, which mostly waits
+# on Cluster API (a third of a core when it runs alone).
+E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/fleetdrain/ ./e2e/...)
 
 # $(call e2e_run,COMMAND) runs COMMAND with a work directory of its own under
 # E2E_WORKDIR and, at its end, kills what a killed test left running there:
@@ -127,7 +127,7 @@ e2e-tools: ## Build the pinned tools the e2e tests run (control plane, kubectl, 
 	$(call timed,e2e tools,hack/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS))
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
-	$(call e2e_run,go test -tags e2e -count=1 -p 2 -timeout 60m $(if $(RUN),-run '$(RUN)') $(E2E_PKGS))
+	$(call e2e_run,hack/e2e.sh -timeout 60m $(if $(RUN),-run '$(RUN)') -- $(E2E_PKGS))
 
 generate: ## Regenerate the Spoke and Hub CRDs from internal/api
 	hack/tools/build.sh $(TOOLS_BIN) controller-gen

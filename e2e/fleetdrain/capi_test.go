@@ -97,7 +97,9 @@ const capiNamespace = "capi-drain"
 func clusterAPIBed(t *testing.T) (*harness.Cluster, *harness.ClusterAPI) {
 	t.Helper()
 	capiOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), harness.SetupTimeout)
+		// Twice the setup time: StartClusterAPI may first wait for the end
+		// of e2e/park's run (see TestConformanceDrainPlanMatchesClusterAPI).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*harness.SetupTimeout)
 		defer cancel()
 		if capiPlatform, capiErr = env.StartCluster(ctx, "platform"); capiErr != nil {
 			return
@@ -236,11 +238,16 @@ func machineDrainMessage(ctx context.Context, platform *harness.Cluster, ns, mac
 }
 
 func TestConformanceDrainPlanMatchesClusterAPI(t *testing.T) {
+	// Cluster API's in-memory provider takes machine-wide ports, so one
+	// process at a time runs it (StartClusterAPI waits for the others), and
+	// e2e/park, which runs beside this package, holds them all its run.
+	// Parallel, this test waits after the package's other tests instead of
+	// before them.
+	t.Parallel()
 	tenantCluster := tenant.get(t)
 	platform, managers := clusterAPIBed(t)
 	// The only test of the bed: stopping its managers at the end lets
-	// e2e/park's, which go test runs beside this package, take the provider's
-	// machine-wide ports.
+	// another process take the provider's ports.
 	t.Cleanup(managers.Stop)
 	const cluster = "drained"
 	assert.NilError(t, platform.ApplyYAML(ctx(t, time.Minute), harness.TopologyCluster(capiNamespace, cluster, "in-memory", "{class: default-worker, name: md-0, replicas: 1}")))

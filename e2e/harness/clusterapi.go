@@ -95,8 +95,8 @@ func (c *Cluster) StartClusterAPI(ctx context.Context) (_ *ClusterAPI, err error
 			return nil, fmt.Errorf("tool %s missing (run `make e2e-tools`): %w", m.name, err)
 		}
 	}
-	// A second process's provider would fail to listen (e2e/fleetdrain and
-	// e2e/park run at once under go test -p 2): it waits instead.
+	// A second process's provider would fail to listen (hack/e2e.sh runs
+	// e2e/fleetdrain and e2e/park at once): it waits instead.
 	lock, err := lockMachineWide(ctx, "capi-docker", "Cluster API's in-memory provider listens on fixed ports 19000 and 20000-30000")
 	if err != nil {
 		return nil, err

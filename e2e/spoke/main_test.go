@@ -8,7 +8,9 @@
 // chart's default); then, on clusters of their own, the tests whose
 // behaviour differs by FleetConfig mode (modeTests) run in unified mode.
 // SPOKEKIT_E2E_FLEET_MODE=addon or =unified runs one pass; with -run, the
-// unified pass runs what -run names.
+// unified pass runs what -run names. SPOKEKIT_E2E_SHARD=i/n runs the i-th of
+// n shares of a pass's tests, on clusters of its own: hack/e2e.sh runs the
+// addon pass as two such processes beside each other and the unified one.
 package spoke
 
 import (
@@ -18,9 +20,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,11 +49,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse() // runModeTests reads -run
+	flag.Parse() // selectTests reads -run
 	modes := []fleet.Mode{fleet.ModeAddon, fleet.ModeUnified}
 	only, err := fleet.ModeFromEnv()
 	if err == nil {
 		pace, err = fleet.PaceFromEnv()
+	}
+	var sh shard
+	if err == nil {
+		sh, err = shardFromEnv()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -58,15 +66,14 @@ func TestMain(m *testing.M) {
 	if only != "" {
 		modes = []fleet.Mode{only}
 	}
+	commandLineRun := flag.Lookup("test.run").Value.String()
 	code := 0
 	for _, mode = range modes {
-		if mode == fleet.ModeUnified {
-			if err := runModeTests(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
-			}
+		if err := selectTests(mode, sh, commandLineRun); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
 		}
-		fmt.Fprintf(os.Stderr, "=== e2e/spoke: FleetConfig in %s mode\n", mode)
+		fmt.Fprintf(os.Stderr, "=== e2e/spoke: FleetConfig in %s mode%s\n", mode, sh)
 		if c := harness.Main(m, setup); c != 0 {
 			fmt.Fprintf(os.Stderr, "=== e2e/spoke: FleetConfig in %s mode: FAIL\n", mode)
 			code = c
@@ -113,26 +120,72 @@ var modeTests = map[string]string{
 	"TestLeastPrivilege":                         "every command with the shipped roles alone, in the other mode too",
 }
 
-// runModeTests sets -run to modeTests unless the command line set it, once
-// it checked that each is a test of this package, so a rename cannot drop
-// one silently.
-func runModeTests() error {
+// selectTests sets -run for a pass, unless the command line set it: in
+// unified mode to modeTests, once it checked that each is a test of this
+// package (so a rename cannot drop one silently); then to the shard's share.
+func selectTests(mode fleet.Mode, sh shard, commandLineRun string) error {
 	names, err := packageTests()
 	if err != nil {
 		return err
 	}
-	var run []string
 	for name := range modeTests {
 		if !slices.Contains(names, name) {
 			return fmt.Errorf("e2e/spoke: modeTests names %s, which is no test of this package", name)
 		}
-		run = append(run, name)
 	}
-	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
-		slices.Sort(run)
-		return f.Value.Set("^(" + strings.Join(run, "|") + ")$")
+	if commandLineRun != "" {
+		if sh.n > 1 {
+			return fmt.Errorf("e2e/spoke: SPOKEKIT_E2E_SHARD=%d/%d and -run %q cannot be combined", sh.i, sh.n, commandLineRun)
+		}
+		return nil
 	}
-	return nil
+	run := names
+	if mode == fleet.ModeUnified {
+		run = slices.Collect(maps.Keys(modeTests))
+	}
+	slices.Sort(run)
+	run = sh.of(run)
+	if len(run) == 0 {
+		return fmt.Errorf("e2e/spoke: shard %d/%d of the %s pass has no tests", sh.i, sh.n, mode)
+	}
+	return flag.Lookup("test.run").Value.Set("^(" + strings.Join(run, "|") + ")$")
+}
+
+// shard is the i-th of n shares of a pass's tests (1/1: all of them).
+type shard struct{ i, n int }
+
+// shardFromEnv reads SPOKEKIT_E2E_SHARD ("i/n"); unset is 1/1.
+func shardFromEnv() (shard, error) {
+	v := os.Getenv("SPOKEKIT_E2E_SHARD")
+	if v == "" {
+		return shard{1, 1}, nil
+	}
+	is, ns, ok := strings.Cut(v, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return shard{}, fmt.Errorf("SPOKEKIT_E2E_SHARD=%q: want i/n, 1 <= i <= n", v)
+	}
+	return shard{i, n}, nil
+}
+
+// of deals sorted names out like cards, so each share gets tests from
+// every part of the alphabet (the slow ones are not all in one place).
+func (s shard) of(names []string) []string {
+	var share []string
+	for k, name := range names {
+		if k%s.n == s.i-1 {
+			share = append(share, name)
+		}
+	}
+	return share
+}
+
+func (s shard) String() string {
+	if s.n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", shard %d/%d", s.i, s.n)
 }
 
 // packageTests names the Test functions of this package's files.
@@ -149,7 +202,7 @@ func packageTests() ([]string, error) {
 			return nil, err
 		}
 		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") && fn.Name.Name != "TestMain" {
 				names = append(names, fn.Name.Name)
 			}
 		}

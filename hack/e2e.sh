@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs the e2e packages as jobs, SPOKEKIT_E2E_JOBS at once (default 4), in
+# the order given, each its own `go test` that says how long it took.
+# e2e/spoke, the longest package, is three jobs, each with clusters of its
+# own: its addon pass (every test) in two shards, and its unified pass (the
+# tests whose behaviour differs by FleetConfig mode). With -run, the addon
+# pass is one job. The e2e tests mostly wait on controllers (with two
+# packages at once the CPU was idle 40-70% of the time), so four jobs fit 2
+# cores. The test binaries are compiled once, first, so the jobs do not
+# compile the same packages side by side.
+#
+# usage: e2e.sh [GO_TEST_FLAG...] -- PACKAGE...
+set -uo pipefail
+
+flags=()
+while (($#)) && [[ $1 != -- ]]; do flags+=("$1"); shift; done
+shift || { echo "usage: e2e.sh [GO_TEST_FLAG...] -- PACKAGE..." >&2; exit 2; }
+
+module=$(go list -m) || exit
+# The packages with tests, once each, in the order given (go list keeps it).
+mapfile -t pkgs < <(go list -tags e2e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "$@") || exit
+((${#pkgs[@]})) || { echo "e2e: no test packages in: $*" >&2; exit 2; }
+
+s=$SECONDS
+bin=$(mktemp -d) && trap 'rm -rf "$bin"' EXIT
+go test -tags e2e -c -o "$bin/" "${pkgs[@]}" || exit
+echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
+
+# jobs: "MODE SHARD PACKAGE": the FleetConfig mode and shard (i/n) of one of
+# e2e/spoke's passes, or "- -" for a package that has one pass. The unified
+# pass, shorter than e2e/park and e2e/fleetdrain, is the first job to wait
+# for a free slot: the long packages start at once.
+max=${SPOKEKIT_E2E_JOBS:-4}
+shards="1/2 2/2"
+[[ " ${flags[*]} " == *" -run "* ]] && shards=1/1
+jobs=() later=()
+for pkg in "${pkgs[@]}"; do
+  if [[ $pkg == "$module/e2e/spoke" && -z ${SPOKEKIT_E2E_FLEET_MODE:-} ]]; then
+    for sh in $shards; do jobs+=("addon $sh $pkg"); done
+    later=("unified 1/1 $pkg")
+  else
+    jobs+=("- - $pkg")
+  fi
+done
+jobs=("${jobs[@]:0:max}" "${later[@]}" "${jobs[@]:max}")
+
+failed=$(mktemp) && trap 'rm -rf "$bin" "$failed"' EXIT
+run_job() {
+  local mode=$1 shard=$2 pkg=$3 name=${3#"$module/"} start=$SECONDS rc
+  if [[ $mode == - ]]; then
+    go test -tags e2e -count=1 "${flags[@]}" "$pkg"
+  else
+    name+=" ($mode mode$([[ $shard == 1/1 ]] || echo ", shard $shard"))"
+    SPOKEKIT_E2E_FLEET_MODE=$mode SPOKEKIT_E2E_SHARD=$shard go test -tags e2e -count=1 "${flags[@]}" "$pkg"
+  fi
+  rc=$?
+  echo "== $name: $((SECONDS - start))s (exit $rc)"
+  ((rc == 0)) || echo "$name" >>"$failed"
+}
+
+for job in "${jobs[@]}"; do
+  while (($(jobs -rp | wc -l) >= max)); do wait -n; done
+  # shellcheck disable=SC2086 # a job is three words
+  run_job $job &
+done
+wait
+
+if [[ -s $failed ]]; then
+  echo "e2e: failed: $(paste -sd, "$failed" | sed 's/,/, /g')"
+  exit 1
+fi
