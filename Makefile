@@ -68,6 +68,11 @@ E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
 # on Cluster API (a third of a core when it runs alone).
 E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/fleetdrain/ ./e2e/...)
 
+# go test runs as many parallel tests of a package at once as there are
+# cores (2 here) unless told; e2e/park's mostly wait on Cluster API, and its
+# longest takes 250 s of the about 400 s its eleven took two at a time.
+E2E_PARALLEL ?= 6
+
 # $(call e2e_run,COMMAND) runs COMMAND with a work directory of its own under
 # E2E_WORKDIR and, at its end, kills what a killed test left running there:
 # only there, never another checkout's or another make's run. The pattern is
@@ -127,7 +132,7 @@ e2e-tools: ## Build the pinned tools the e2e tests run (control plane, kubectl, 
 	$(call timed,e2e tools,hack/tools/build.sh $(TOOLS_BIN) $(E2E_TOOLS))
 
 e2e: build e2e-tools ## End-to-end tests on kwokctl clusters: all, or PKG=spoke (a directory of e2e/) RUN=TestName
-	$(call e2e_run,hack/e2e.sh -timeout 60m $(if $(RUN),-run '$(RUN)') -- $(E2E_PKGS))
+	$(call e2e_run,hack/e2e.sh -timeout 60m -parallel $(E2E_PARALLEL) $(if $(RUN),-run '$(RUN)') -- $(E2E_PKGS))
 
 generate: ## Regenerate the Spoke and Hub CRDs from internal/api
 	hack/tools/build.sh $(TOOLS_BIN) controller-gen
