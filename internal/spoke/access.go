@@ -82,7 +82,7 @@ func (h *HubClient) preflight(ctx context.Context, dryRun cli.DryRun, grant *sec
 	if dryRun == cli.DryRunClient || len(all) == 0 {
 		return nil
 	}
-	missing, err := authz.Missing(ctx, h.Kube.AuthorizationV1(), all)
+	missing, err := authz.Missing(ctx, h.Authz(), all)
 	if err != nil {
 		return exitcode.RefusedErrorf("checking permissions: %w; nothing was changed", err)
 	}
@@ -103,7 +103,7 @@ func (h *HubClient) secretGrant(ctx context.Context, g secretGrantFor, name stri
 	if err := h.grantRefusal(ctx, g, name); err != nil {
 		return err.Error()
 	}
-	return cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1()))
+	return cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, h.UserName(ctx))
 }
 
 // secretForbidden is the refusal for a Secret the current user may not
@@ -116,7 +116,7 @@ func (h *HubClient) secretForbidden(ctx context.Context, g secretGrantFor, name 
 			h.Namespace, name, refusal)})
 	}
 	return exitcode.RefusedError(&secretForbiddenError{err: err, msg: fmt.Sprintf("the current user may not read secret %s/%s; nothing was changed: the roles of kubectl-spoke's rbac.yaml read no Secret by kind, an administrator grants this one alone with:\n  %s\n",
-		h.Namespace, name, cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, cli.UserName(ctx, h.Kube.AuthenticationV1())))})
+		h.Namespace, name, cli.SecretGrant(grantPrefix, h.Namespace, name, secretVerbs, h.UserName(ctx)))})
 }
 
 // secretForbiddenError says what to do about a Forbidden read, and unwraps
@@ -133,5 +133,5 @@ func (e *secretForbiddenError) Unwrap() error { return e.err }
 // list in a cluster's namespace: the binding that grants them there.
 func (h *HubClient) worksForbidden(ctx context.Context, cluster string) error {
 	return exitcode.RefusedErrorf("the current user may not list manifestworks.%s in namespace %s (ManifestWorks may carry Secrets, so no shipped role lists them everywhere); nothing was changed: bind %s of kubectl-spoke's rbac.yaml in that namespace:\n  %s",
-		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, cli.UserName(ctx, h.Kube.AuthenticationV1())))
+		ocm.ManifestWorkResource.Group, cluster, worksRole, cli.NamespaceBinding(worksRole, cluster, h.UserName(ctx)))
 }

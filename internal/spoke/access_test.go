@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
@@ -27,7 +28,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	roles := clitest.PluginRoles(t, "spoke")
 	assert.DeepEqual(t, clitest.SecretsByKind(roles, "spokekit-spoke-secret-writer"), []string(nil))
 
-	hub := &HubClient{Namespace: "mural-system"}
+	hub := &HubClient{hubclient.NewForClients(nil, nil, "mural-system")}
 	const secret = "s1-kubeconfig"
 	perSecret := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: secretVerbs, ResourceNames: []string{secret}}
 	rules := []rbacv1.PolicyRule{perSecret}
@@ -35,7 +36,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		rules = append(rules, r.Rules...)
 	}
 
-	write := secretWrite{Namespace: hub.Namespace, Name: secret}
+	write := hubclient.SecretWrite{Namespace: hub.Namespace, Name: secret}
 	existing := write
 	existing.Existing = &corev1.Secret{}
 	needs := slices.Concat(
@@ -46,7 +47,7 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 		(&removalPlan{ForceDelete: annotationSet, Deletion: deletionDelete, Wait: true}).access(hub),
 		hub.spokeAccess("patch"),
 		(&JoinCommandOptions{Name: "s1", Wait: true, Accept: true}).access(),
-		// What the commands read without asking first (hub.go, listed.go,
+		// What the commands read without asking first (hubclient, listed.go,
 		// outofband.go, wait.go), and the marks the admission policies read.
 		[]authz.Permission{
 			access("get", fleetconfig.SpokeResource, hub.Namespace),

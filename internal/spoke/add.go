@@ -18,6 +18,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // AddOptions are the options of `kubectl spoke add`.
@@ -230,7 +231,7 @@ func (o *AddOptions) Run(ctx context.Context) error {
 		// Only what add writes: the metadata of a secret already there
 		// (its last-applied-configuration annotation holds the old
 		// kubeconfig, in the clear) is not shown.
-		report.Secret = secretWrite{Namespace: plan.Secret.Namespace, Name: plan.Secret.Name, Key: plan.Secret.Key, Data: facts.Redacted}.object()
+		report.Secret = hubclient.SecretWrite{Namespace: plan.Secret.Namespace, Name: plan.Secret.Name, Key: plan.Secret.Key, Data: facts.Redacted}.Object()
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
 		d := cli.NewDeadline(o.Timeout)
@@ -348,7 +349,7 @@ func (o *AddOptions) read(ctx context.Context) (*addFacts, error) {
 	if f.Redacted, err = kc.Redacted(); err != nil {
 		return nil, err
 	}
-	if f.Secret, err = o.hub.Secret(ctx, secretGrantFor{Spoke: o.Name}, secretName(o.Name)); err != nil {
+	if f.Secret, err = o.hub.kubeconfigSecret(ctx, secretGrantFor{Spoke: o.Name}, secretName(o.Name)); err != nil {
 		return nil, err
 	}
 	s := f.Secret
@@ -439,7 +440,7 @@ func (o *AddOptions) checkName(ctx context.Context, id kubeconfig.Identity) (*fl
 func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) error {
 	if o.DryRun != cli.DryRunClient && plan.SecretAction != secretUnchanged {
 		p.Update("writing secret %s/%s", plan.Secret.Namespace, plan.Secret.Name)
-		if err := o.hub.writeSecret(ctx, plan.Secret, o.DryRun); err != nil {
+		if err := o.hub.WriteSecret(ctx, plan.Secret, o.DryRun); err != nil {
 			return err
 		}
 	}
@@ -455,13 +456,13 @@ func (o *AddOptions) apply(ctx context.Context, plan *addPlan, p *cli.Progress) 
 	}
 	if plan.SpokeAction == spokeCreate && o.DryRun != cli.DryRunClient {
 		p.Update("creating Spoke %s", o.Name)
-		if err := o.hub.createSpoke(ctx, plan.Spoke, o.DryRun); err != nil {
+		if err := o.hub.CreateSpoke(ctx, plan.Spoke, o.DryRun); err != nil {
 			return fmt.Errorf("%w; the secret and values entry are in place: run the same command again", err)
 		}
 	}
 	if plan.RecordPatch != nil && o.DryRun != cli.DryRunClient {
 		p.Update("recording the secret on Spoke %s", o.Name)
-		if err := o.hub.patchSpoke(ctx, o.Name, plan.RecordPatch, o.DryRun); err != nil {
+		if err := o.hub.PatchSpoke(ctx, o.hub.Namespace, o.Name, plan.RecordPatch, o.DryRun); err != nil {
 			return fmt.Errorf("recording what was written on Spoke %s: %w; the secret and values entry are in place: run the same command again", o.Name, err)
 		}
 	}
@@ -477,7 +478,7 @@ func (o *AddOptions) recordJoined(ctx context.Context, plan *addPlan, report *Ad
 		err = fmt.Errorf("spoke %s is gone", o.Name)
 	}
 	if err == nil && !recorded(s, plan.Record) {
-		err = o.hub.patchSpoke(ctx, o.Name, recordPatch(s, plan.Record), cli.DryRunNone)
+		err = o.hub.PatchSpoke(ctx, o.hub.Namespace, o.Name, recordPatch(s, plan.Record), cli.DryRunNone)
 	}
 	if err != nil {
 		return fmt.Errorf("recording what was written on Spoke %s: %w; the spoke joined: run the same add again to record it", o.Name, err)

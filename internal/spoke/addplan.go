@@ -17,6 +17,7 @@ import (
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -96,7 +97,7 @@ type secretHolds struct {
 // addPlan is what add will write: a value built by planAdd from what was
 // read, applied by apply and shown by steps.
 type addPlan struct {
-	Secret       secretWrite           `json:"-"`
+	Secret       hubclient.SecretWrite `json:"-"`
 	SecretAction secretAction          `json:"secretAction"`
 	Credential   kubeconfig.Credential `json:"credential"`
 	Values       entryAction           `json:"values"`
@@ -131,7 +132,7 @@ const (
 func planAdd(o *AddOptions, f addFacts) (*addPlan, error) {
 	name := secretName(o.Name)
 	p := &addPlan{
-		Secret:      secretWrite{Namespace: f.Namespace, Name: name, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Secret},
+		Secret:      hubclient.SecretWrite{Namespace: f.Namespace, Name: name, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Secret},
 		Credential:  f.Credential,
 		Values:      entryNoFile,
 		SpokeAction: spokeNotApplied,

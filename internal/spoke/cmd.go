@@ -1,12 +1,16 @@
 // Package spoke is `kubectl spoke`: the lifecycle of the spoke clusters of an
 // Open Cluster Management hub, driven through the FleetConfig Spoke resource.
 //
-// # Files by layer
+// # Layers
 //
-// The hub client is not a package of its own: HubClient's methods span the
-// commands' files, and moving it out would export some fifty names only for
-// the move. Its layers are files:
-//
+//   - spoke/hubclient: every request sent to the hub, reads, lists, watches
+//     and writes, each write with its guard (see Writes). It knows the
+//     hub's kinds, not the commands; depguard keeps the client-go clients
+//     out of this package's command files.
+//   - spoke/probe: a spoke's own API server, for health --deep.
+//   - this package: HubClient wraps hubclient.Client with what several
+//     commands check and refuse alike, in words that name commands and
+//     roles, and the commands on top:
 //   - the commands, one file each, wire flags to a plan: add, forceremove,
 //     health, joincommand, list (list and get), prepare, remove, rotate,
 //     set, status, valuesdiff; a long plan is in <command>plan.go,
@@ -17,31 +21,33 @@
 //     values file or release written), spokekubeconfig.go (the kubeconfig
 //     given), row.go (list's rows), render.go (a Spoke as the chart renders
 //     it), record.go (what kubectl spoke records on a Spoke);
-//   - the hub: hub.go (HubClient and its reads), listed.go (the lean
-//     lists of list and health), healthread.go (what else health reads:
-//     leases, add-ons, each stored kubeconfig for --deep), access.go (the
-//     permissions a command asks before writing, and the Role to name when
-//     one is missing), wait.go (watches until joined or gone);
-//   - spoke/probe: a spoke's own API server, for health --deep.
+//   - the hub's checks: hub.go (HubClient, the stored kubeconfig, the works
+//     that block a removal), listed.go (the lean lists of list and health),
+//     healthread.go (what else health reads: leases, add-ons, each stored
+//     kubeconfig for --deep), access.go (the permissions a command asks
+//     before writing, and the Role to name when one is missing), wait.go
+//     (watches until joined or gone), outofband.go, samecluster.go,
+//     secretusers.go.
 //
 // # Writes
 //
-// No write overwrites what changed since it was read:
+// No write overwrites what changed since it was read. The hub's writes are
+// hubclient's, which refuses one sent without its guard:
 //
-//   - a Spoke is created only when absent (hub.go createSpoke); patched with
-//     a JSON patch whose tests pin what the plan read (patchSpoke, the
-//     record; removal.go, the force-delete annotation behind tests of the
-//     UID and its absence), or with a merge patch carrying the
-//     resourceVersion read (set.go); deleted under a UID precondition
-//     (removal.go);
+//   - a Spoke is created only when absent (CreateSpoke); patched with a JSON
+//     patch whose tests pin what the plan read (PatchSpoke: the record; the
+//     force-delete annotation behind tests of the UID and its absence), or
+//     with a merge patch carrying the resourceVersion read
+//     (SetSpokeFields); deleted under a UID precondition (DeleteSpoke);
 //   - a kubeconfig Secret is created, or updated carrying the
-//     resourceVersion read (secret.go);
+//     resourceVersion read (WriteSecret);
 //   - a ManagedCluster is accepted by a JSON patch testing its
-//     resourceVersion, a CSR approved carrying the resourceVersion read and
-//     judged again on a conflict (joincommand.go);
+//     resourceVersion (AcceptCluster), a CSR approved carrying the
+//     resourceVersion read (UpdateCSRApproval) and judged again here on a
+//     conflict (joincommand.go);
 //   - a HelmRelease is server-side applied with the live resourceVersion as
-//     precondition (flux.go); a Helm release is upgraded from the revision
-//     read only (helmupgrade.go, through helmrelease);
+//     precondition (ApplyHelmRelease); a Helm release is upgraded from the
+//     revision read only (helmupgrade.go, through helmrelease);
 //   - prepare writes on the spoke, not the hub: it creates, or updates
 //     under the resourceVersion read; --revoke deletes under a UID and
 //     resourceVersion precondition (preparerevoke.go).

@@ -10,10 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
@@ -67,7 +65,7 @@ func (h *HubClient) readFluxRelease(ctx context.Context, file map[string]any) (*
 	if obj.GetName() == "" {
 		return nil, exitcode.RefusedErrorf("the HelmRelease in the file has no metadata.name; nothing was changed")
 	}
-	live, err := h.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	live, err := h.Object(ctx, gvr, ns, obj.GetName())
 	if apierrors.IsNotFound(err) {
 		return nil, exitcode.RefusedErrorf("there is no HelmRelease %s/%s on the hub, so --apply would install a release rather than add a spoke to one; nothing was changed: check the file's name and namespace, or let Flux apply it from Git", ns, obj.GetName())
 	}
@@ -229,24 +227,9 @@ func (a *fluxApply) apply(ctx context.Context, h *HubClient, dryRun cli.DryRun, 
 		return nil
 	}
 	p.Update("applying HelmRelease %s/%s", a.Namespace, a.Name)
-	data, err := json.Marshal(a.object.Object)
-	if err != nil {
-		return err
-	}
-	force := true
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
-	if dryRun == cli.DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	out, err := h.Dynamic.Resource(a.resource).Namespace(a.Namespace).Patch(ctx, a.Name, types.ApplyPatchType, data, opts)
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("HelmRelease %s/%s changed on the hub while this command ran, so it was not applied: run the same command again", a.Namespace, a.Name)
-	}
-	if err != nil {
-		return fmt.Errorf("applying HelmRelease %s/%s: %w", a.Namespace, a.Name, err)
-	}
-	a.generation = out.GetGeneration()
-	return nil
+	var err error
+	a.generation, err = h.ApplyHelmRelease(ctx, a.resource, a.Namespace, a.object, dryRun)
+	return err
 }
 
 // step is what the apply did, or under a dry run would do.
@@ -274,7 +257,7 @@ func (a *fluxApply) waitReadyStep(ctx context.Context, h *HubClient, d cli.Deadl
 // generation and reports Ready; Stalled (Flux gave up retrying) fails.
 func (a *fluxApply) waitReady(ctx context.Context, h *HubClient, d cli.Deadline, p *cli.Progress) error {
 	what := "HelmRelease " + a.Namespace + "/" + a.Name
-	return cli.WaitFor(ctx, what, h.watchOne(a.resource, a.Namespace, a.Name), &unstructured.Unstructured{}, d.Left(), p,
+	return cli.WaitFor(ctx, what, h.WatchNamed(a.resource, a.Namespace, a.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			if len(objs) == 0 {
 				return false, "gone", fmt.Errorf("%s was deleted while waiting for it", what)

@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
@@ -144,7 +145,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	wg.Go(func() { in.Leases, leasesErr = hub.readLeases(ctx) })
 	wg.Go(func() { in.AddOns, addOnsErr = hub.readAddOns(ctx) })
 	if !o.AllNamespaces && o.Selector == "" {
-		wg.Go(func() { in.OutOfBand, fleetErr = hub.fleetNamespace(ctx, ns) })
+		wg.Go(func() { in.OutOfBand, fleetErr = hub.HoldsHub(ctx, ns) })
 	}
 	wg.Wait()
 	if err := cmp.Or(spokesErr, clustersErr, leasesErr, addOnsErr); err != nil {
@@ -166,7 +167,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	rows, selErr := selectHealthRows(rows, o.Names)
 	report := HealthReport{APIVersion: api.ReportGroupVersion.String(), Kind: "SpokeHealthList", Items: rows, allNamespaces: o.AllNamespaces, deep: o.Deep}
 	if len(rows) == 0 && len(o.Names) == 0 && o.Output.IsTable() {
-		fmt.Fprintf(o.ErrOut, "No spokes found in %s.\n", namespaceOrAll(ns))
+		fmt.Fprintf(o.ErrOut, "No spokes found in %s.\n", hubclient.NamespaceOrAll(ns))
 		return nil
 	}
 	if len(rows) > 0 || !o.Output.IsTable() {

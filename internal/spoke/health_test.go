@@ -28,6 +28,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
@@ -262,10 +263,10 @@ func TestDeepHealthStalledSpokeHoldsNoOther(t *testing.T) {
 	for _, p := range []string{"/api/v1/nodes", "/api/v1/namespaces/kube-system/pods", "/apis/certificates.k8s.io/v1/certificatesigningrequests"} {
 		good.Respond("GET "+p, 200, `{"metadata":{},"items":[]}`)
 	}
-	hub := &HubClient{Namespace: "mural-system", Kube: fake.NewClientset(
+	hub := &HubClient{hubclient.NewForClients(nil, fake.NewClientset(
 		kubeconfigSecret("hangs-kubeconfig", kubeconfigFor(t, stalled)),
 		kubeconfigSecret("fine-kubeconfig", mustRead(t, good.Kubeconfig)),
-	)}
+	), "mural-system")}
 	spokes := []fleetconfig.Spoke{newSpoke("hangs"), newSpoke("fine")}
 	// One at a time: were the stalled spoke not cut off at its timeout,
 	// readDeep would never reach the other (and the test would hang). The

@@ -11,14 +11,12 @@ import (
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/scrub"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
 
@@ -40,17 +38,7 @@ type listedAddOn struct {
 
 // readLeases is when each cluster's agent last renewed its lease, by cluster.
 func (h *HubClient) readLeases(ctx context.Context) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	leases := h.Kube.CoordinationV1().Leases("")
-	err := cli.EachInChunks(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return leases.List(ctx, opts)
-	},
-		h.ChunkSize, metav1.ListOptions{FieldSelector: "metadata.name=" + clusterLeaseName}, func(l *coordinationv1.Lease) error {
-			if t := l.Spec.RenewTime; t != nil {
-				out[l.Namespace] = t.Time
-			}
-			return nil
-		})
+	out, err := h.LeaseRenewals(ctx, clusterLeaseName)
 	if err != nil {
 		return nil, fmt.Errorf("listing the clusters' leases (%s): %w", clusterLeaseName, err)
 	}
@@ -59,7 +47,7 @@ func (h *HubClient) readLeases(ctx context.Context) (map[string]time.Time, error
 
 // readAddOns lists every ManagedClusterAddOn with its Available status.
 func (h *HubClient) readAddOns(ctx context.Context) ([]addOnState, error) {
-	l, err := listAll[listedAddOn](ctx, h, ocm.ManagedClusterAddOnResource, "", "")
+	l, err := hubclient.List[listedAddOn](ctx, h.Client, ocm.ManagedClusterAddOnResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusterAddOns: %w", err)
 	}
@@ -113,13 +101,7 @@ func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout
 	var sec *corev1.Secret
 	var readErr error
 	if ref := s.Spec.Kubeconfig.SecretReference; ref != nil {
-		sec, readErr = h.Kube.CoreV1().Secrets(s.Namespace).Get(cli.HideBodies(ctx), ref.Name, metav1.GetOptions{})
-		if readErr != nil {
-			sec = nil
-		}
-		if apierrors.IsNotFound(readErr) {
-			readErr = nil
-		}
+		sec, readErr = h.Secret(ctx, s.Namespace, ref.Name)
 	}
 	cred, kc := assessCredential(s, sec, readErr, now)
 	if kc == nil {

@@ -2,7 +2,6 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,14 +9,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -179,7 +176,7 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 	if err := refuseTakenName(o.Name, facts); err != nil {
 		return err
 	}
-	if err := cli.Preflight(ctx, hub.Kube.AuthorizationV1(), o.DryRun, joinRBAC, o.access()); err != nil {
+	if err := cli.Preflight(ctx, hub.Authz(), o.DryRun, joinRBAC, o.access()); err != nil {
 		return err
 	}
 	if o.DryRun == cli.DryRunNone {
@@ -199,7 +196,7 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 	}
 	approver := false
 	if o.Accept {
-		missing, err := authz.Missing(ctx, hub.Kube.AuthorizationV1(), approvalAccess())
+		missing, err := authz.Missing(ctx, hub.Authz(), approvalAccess())
 		if err != nil {
 			return fmt.Errorf("checking whether you may approve the cluster's certificate request: %w", err)
 		}
@@ -213,12 +210,12 @@ func (o *JoinCommandOptions) Run(ctx context.Context) error {
 func (o *JoinCommandOptions) read(ctx context.Context, hub *HubClient) (*joinFacts, error) {
 	f := &joinFacts{HubAPIServer: o.HubAPIServer, Token: joinToken{Source: o.tokenSource()}}
 	// The Spoke's name is the cluster's, whatever its namespace.
-	l, err := hub.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.Name})
+	namespaces, err := hub.SpokeNamespaces(ctx, o.Name)
 	if err != nil {
 		return nil, exitcode.RefusedErrorf("checking that no Spoke is called %s: %w; nothing was changed", o.Name, err)
 	}
-	if len(l.Items) > 0 {
-		f.SpokeNamespace = l.Items[0].GetNamespace()
+	if len(namespaces) > 0 {
+		f.SpokeNamespace = namespaces[0]
 	}
 	if f.Cluster, err = hub.ManagedCluster(ctx, o.Name); err != nil {
 		return nil, exitcode.RefusedErrorf("%w; nothing was changed", err)
@@ -283,11 +280,11 @@ func (o *JoinCommandOptions) token(ctx context.Context, hub *HubClient) (joinTok
 	t := joinToken{Source: o.tokenSource()}
 	ctx = cli.HideBodies(ctx)
 	if o.UseBootstrapToken {
-		l, err := hub.Kube.CoreV1().Secrets(bootstrapSecretNamespace).List(ctx, metav1.ListOptions{LabelSelector: bootstrapSecretSelector})
+		secrets, err := hub.Secrets(ctx, bootstrapSecretNamespace, bootstrapSecretSelector)
 		if err != nil {
 			return t, exitcode.RefusedErrorf("listing the bootstrap token Secrets of %s: %w; nothing was changed", bootstrapSecretNamespace, err)
 		}
-		s := newestBootstrapSecret(l.Items)
+		s := newestBootstrapSecret(secrets)
 		if s == nil {
 			return t, exitcode.RefusedErrorf("there is no bootstrap token Secret (%s*, labelled %s) in %s; nothing was changed: run without --use-bootstrap-token to mint a ServiceAccount token",
 				bootstrapSecretPrefix, bootstrapSecretSelector, bootstrapSecretNamespace)
@@ -300,9 +297,7 @@ func (o *JoinCommandOptions) token(ctx context.Context, hub *HubClient) (joinTok
 		}
 		return t, nil
 	}
-	seconds := int64(bootstrapTokenSeconds)
-	tr, err := hub.Kube.CoreV1().ServiceAccounts(bootstrapSANamespace).CreateToken(ctx, bootstrapSAName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	tr, err := hub.CreateToken(ctx, bootstrapSANamespace, bootstrapSAName, bootstrapTokenSeconds)
 	if apierrors.IsNotFound(err) {
 		return t, exitcode.RefusedErrorf("there is no ServiceAccount %s/%s (clusteradm init makes it); nothing was changed: a hub set up with clusteradm init --use-bootstrap-token has a bootstrap token Secret instead: run again with --use-bootstrap-token",
 			bootstrapSANamespace, bootstrapSAName)
@@ -365,7 +360,7 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 	d := cli.NewDeadline(o.Timeout)
 	p := cli.NewProgress(o.ErrOut)
 	var mc ocm.ManagedCluster
-	err := cli.WaitFor(ctx, "ManagedCluster "+o.Name, hub.watchOne(ocm.ManagedClusterResource, "", o.Name), &unstructured.Unstructured{}, d.Left(), p,
+	err := cli.WaitFor(ctx, "ManagedCluster "+o.Name, hub.WatchNamed(ocm.ManagedClusterResource, "", o.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			found, err := one(objs, &mc)
 			if err != nil || !found {
@@ -398,7 +393,7 @@ func (o *JoinCommandOptions) waitAndAccept(ctx context.Context, hub *HubClient, 
 // The CSRs it refuses are named, with why.
 func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.ManagedCluster, approver bool, d cli.Deadline, p *cli.Progress) error {
 	var decision csrDecision
-	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, cli.ListWatch(h.Dynamic.Resource(csrResource), "", csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
+	err := cli.WaitFor(ctx, "a certificate signing request of "+mc.Name, h.WatchLabelled(csrResource, csrClusterLabel+"="+mc.Name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			csrs := make([]certificatesv1.CertificateSigningRequest, len(objs))
 			for i := range objs {
@@ -433,7 +428,7 @@ func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.M
 		c := decision.ApprovedCSR
 		p.Printf("certificatesigningrequest/%s approved, reason %s (subject %s)", c.CSR.Name, approvalReason(&c.CSR), c.Verdict.Subject)
 	}
-	if err := h.setHubAcceptsClient(ctx, mc.Name); err != nil {
+	if err := h.AcceptCluster(ctx, mc.Name); err != nil {
 		return err
 	}
 	p.Printf("managedcluster/%s accepted (hubAcceptsClient: true)", mc.Name)
@@ -444,7 +439,6 @@ func (h *HubClient) acceptCluster(ctx context.Context, rules csrRules, mc *ocm.M
 // meanwhile, it is read again and decided again: left alone once someone
 // approved or denied it, refused when the rules no longer allow it.
 func (h *HubClient) approveCSR(ctx context.Context, rules csrRules, csr *certificatesv1.CertificateSigningRequest) error {
-	csrs := h.Kube.CertificatesV1().CertificateSigningRequests()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if approved, denied := approval(csr); approved || denied {
 			return nil
@@ -457,9 +451,9 @@ func (h *HubClient) approveCSR(ctx context.Context, rules csrRules, csr *certifi
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "KubectlSpokeAccept",
 			Message: "approved by kubectl spoke join-command --accept", LastUpdateTime: metav1.Now(),
 		})
-		_, err := csrs.UpdateApproval(ctx, c.Name, c, metav1.UpdateOptions{FieldManager: FieldManager})
+		err := h.UpdateCSRApproval(ctx, c)
 		if apierrors.IsConflict(err) {
-			fresh, gerr := csrs.Get(ctx, c.Name, metav1.GetOptions{})
+			fresh, gerr := h.CSR(ctx, c.Name)
 			if gerr != nil {
 				return fmt.Errorf("reading certificatesigningrequest %s again after a conflict: %w", c.Name, gerr)
 			}
@@ -471,37 +465,4 @@ func (h *HubClient) approveCSR(ctx context.Context, rules csrRules, csr *certifi
 		return fmt.Errorf("approving certificatesigningrequest %s: %w", csr.Name, err)
 	}
 	return nil
-}
-
-// setHubAcceptsClient accepts the cluster, guarded by the resourceVersion
-// it read; one accepted meanwhile is left as it is.
-func (h *HubClient) setHubAcceptsClient(ctx context.Context, name string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		mc, err := h.ManagedCluster(ctx, name)
-		if err != nil {
-			return err
-		}
-		if mc == nil {
-			return fmt.Errorf("ManagedCluster %s was deleted while it was being accepted", name)
-		}
-		if mc.Spec.HubAcceptsClient {
-			return nil
-		}
-		patch, err := json.Marshal([]api.PatchOp{
-			{Op: "test", Path: "/metadata/resourceVersion", Value: mc.ResourceVersion},
-			{Op: "add", Path: "/spec/hubAcceptsClient", Value: true},
-		})
-		if err != nil {
-			return err
-		}
-		_, err = h.Dynamic.Resource(ocm.ManagedClusterResource).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-		if apierrors.IsInvalid(err) {
-			// The test failed: the cluster changed since it was read.
-			return apierrors.NewConflict(ocm.ManagedClusterResource.GroupResource(), name, err)
-		}
-		if err != nil {
-			return fmt.Errorf("accepting ManagedCluster %s: %w", name, err)
-		}
-		return nil
-	})
 }

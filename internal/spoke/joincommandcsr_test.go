@@ -27,6 +27,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // saRules are the rules of a join whose token is the bootstrap
@@ -266,6 +267,7 @@ func TestDecideCSRs(t *testing.T) {
 // as read: relabelled for another cluster, it is not approved.
 func TestApproveCSRDecidesAgainAfterAConflict(t *testing.T) {
 	csr := agentCSR(t, "edge-1-a", nil)
+	csr.ResourceVersion = "1" // as read
 	relabelled := csr.DeepCopy()
 	relabelled.Labels[csrClusterLabel] = "edge-2"
 	relabelled.ResourceVersion = "2"
@@ -278,7 +280,7 @@ func TestApproveCSRDecidesAgainAfterAConflict(t *testing.T) {
 		updates++
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}, csr.Name, nil)
 	})
-	h := &HubClient{Kube: kube}
+	h := &HubClient{hubclient.NewForClients(nil, kube, "")}
 	err := h.approveCSR(t.Context(), saRules, &csr)
 	assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
 	assert.ErrorContains(t, err, `certificatesigningrequest/edge-1-a changed since it was read and is not approved: its label open-cluster-management.io/cluster-name is "edge-2"`)

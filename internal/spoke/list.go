@@ -143,7 +143,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	// live. -l selects Spokes by their labels, which such a cluster lacks.
 	withOutOfBand := o.AllNamespaces && o.Selector == ""
 	if !o.AllNamespaces && o.Selector == "" {
-		wg.Go(func() { withOutOfBand, fleetErr = o.hub.fleetNamespace(ctx, ns) })
+		wg.Go(func() { withOutOfBand, fleetErr = o.hub.HoldsHub(ctx, ns) })
 	}
 	wg.Wait()
 	if err := cmp.Or(spokesErr, clustersErr); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // What list and get read of Spokes and ManagedClusters: only the fields a
@@ -68,9 +69,9 @@ type listedCluster struct {
 // listedSpokes lists the Spokes of the release namespace with the fields
 // BuildRows reads.
 func (h *HubClient) listedSpokes(ctx context.Context, ns, selector string) ([]fleetconfig.Spoke, error) {
-	l, err := listAll[listedSpoke](ctx, h, fleetconfig.SpokeResource, ns, selector)
+	l, err := hubclient.List[listedSpoke](ctx, h.Client, fleetconfig.SpokeResource, ns, selector)
 	if err != nil {
-		return nil, fmt.Errorf("listing Spokes in %s: %w", namespaceOrAll(ns), err)
+		return nil, fmt.Errorf("listing Spokes in %s: %w", hubclient.NamespaceOrAll(ns), err)
 	}
 	out := make([]fleetconfig.Spoke, len(l))
 	for i, s := range l {
@@ -92,7 +93,7 @@ func (h *HubClient) listedSpokes(ctx context.Context, ns, selector string) ([]fl
 
 // listedClusters lists the ManagedClusters with the fields BuildRows reads.
 func (h *HubClient) listedClusters(ctx context.Context) ([]ocm.ManagedCluster, error) {
-	l, err := listAll[listedCluster](ctx, h, ocm.ManagedClusterResource, "", "")
+	l, err := hubclient.List[listedCluster](ctx, h.Client, ocm.ManagedClusterResource, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("listing ManagedClusters: %w", err)
 	}

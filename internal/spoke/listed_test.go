@@ -13,6 +13,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // list reads only the fields a row shows; every one of them must still
@@ -84,7 +85,7 @@ func TestListedSpokesTellAPurgedSecret(t *testing.T) {
 		`{"metadata":{},"items":[`+spoke("addon", `"addOns":[{"configName":"fleetconfig-controller-agent"}],`)+`,`+spoke("unified", "")+`]}`)
 	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 	assert.NilError(t, err)
-	h := &HubClient{Namespace: "mural-system", Kube: kubernetes.NewForConfigOrDie(cfg)}
+	h := &HubClient{hubclient.NewForClients(nil, kubernetes.NewForConfigOrDie(cfg), "mural-system")}
 	spokes, err := h.listedSpokes(context.Background(), "mural-system", "")
 	assert.NilError(t, err)
 	assert.Equal(t, len(spokes), 2)

@@ -6,11 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
-	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
@@ -33,11 +29,11 @@ const (
 // refuses (exit 3): a guess would write a Spoke the FleetConfig webhook
 // rejects, or one without the agent that unjoins it.
 func (h *HubClient) readFleetMode(ctx context.Context) (fleetMode, error) {
-	_, err := h.Dynamic.Resource(ocm.ClusterManagementAddOnResource).Get(ctx, fleetconfig.AgentAddOn, metav1.GetOptions{})
+	addon, err := h.HasClusterManagementAddOn(ctx, fleetconfig.AgentAddOn)
 	switch {
-	case err == nil:
+	case err == nil && addon:
 		return modeAddon, nil
-	case apierrors.IsNotFound(err):
+	case err == nil:
 		return modeUnified, nil
 	}
 	return "", exitcode.RefusedErrorf("cannot tell whether the hub's FleetConfig controller runs in addon mode (reading ClusterManagementAddOn %s: %w); nothing was changed: a Spoke must list the agent add-on in addon mode and must not in unified mode",

@@ -7,9 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
@@ -95,12 +92,12 @@ func (h *HubClient) outOfBandCluster(ctx context.Context, name string) (mc *ocm.
 	if err != nil || mc == nil {
 		return nil, "", err
 	}
-	l, err := h.Dynamic.Resource(fleetconfig.SpokeResource).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	namespaces, err := h.SpokeNamespaces(ctx, name)
 	if err != nil {
 		return mc, fmt.Sprintf("Spokes outside namespace %s could not be searched (%v): if one of them is %s, run this again with -n set to its namespace.", h.Namespace, err, name), nil
 	}
-	for _, s := range l.Items {
-		if ns := s.GetNamespace(); ns != h.Namespace {
+	for _, ns := range namespaces {
+		if ns != h.Namespace {
 			return nil, "", fmt.Errorf("no spoke %s in namespace %s: the Spoke %s is in namespace %s; run this again with -n %s", name, h.Namespace, name, ns, ns)
 		}
 	}
@@ -122,23 +119,4 @@ func (h *HubClient) RefuseOutOfBand(ctx context.Context, name string) error {
 		return outOfBandRefusal(mc, h.Namespace, note)
 	}
 	return nil
-}
-
-// fleetNamespace tells whether namespace ns holds a fleet Hub. A cluster
-// joined out of band belongs to the hub's fleet, not to any namespace, so
-// list shows it in the Hub's namespace (and with -A). NewHubClient has usually
-// looked already; otherwise (-n given) this asks.
-func (h *HubClient) fleetNamespace(ctx context.Context, ns string) (bool, error) {
-	if h.hubNamespaces != nil {
-		return h.hubNamespaces[ns], nil
-	}
-	l, err := h.Dynamic.Resource(fleetconfig.HubResource).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		// No Hub kind, or no right to see it: no fleet to show such clusters in.
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("looking for a fleet Hub in namespace %s: %w", ns, err)
-	}
-	return len(l.Items) > 0, nil
 }

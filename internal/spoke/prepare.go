@@ -33,6 +33,7 @@ import (
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
 	"github.com/spokekit/spokekit/internal/localfile"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // PrepareOptions are the options of `kubectl spoke prepare`.
@@ -413,8 +414,8 @@ func (o *PrepareOptions) apply(ctx context.Context, p *preparePlan, progress *cl
 		return nil
 	}
 	n, c := p.Names, o.client
-	create := metav1.CreateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
-	update := metav1.UpdateOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
+	create := metav1.CreateOptions{FieldManager: hubclient.FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
+	update := metav1.UpdateOptions{FieldManager: hubclient.FieldManager, DryRun: cli.DryRunOption(o.DryRun)}
 	var err error
 	step := func(what string, a objectAction, write func() error) {
 		if err != nil || a == objectUnchanged {

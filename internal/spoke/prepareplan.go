@@ -14,6 +14,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // prepareNames are the objects prepare keeps on a spoke for the join.
@@ -91,11 +92,11 @@ type preparePlan struct {
 
 // planPrepare decides every write from what exists; it reads and writes
 // nothing. An object of these names that spokekit did not make (no
-// ManagedByLabel) is never taken over: a ServiceAccount, role or token of
+// hubclient.ManagedByLabel) is never taken over: a ServiceAccount, role or token of
 // someone else would get, or give, the join's rights.
 func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 	p := &preparePlan{Names: n}
-	ownLabels := func() map[string]string { return maps.Clone(ManagedByLabel) }
+	ownLabels := func() map[string]string { return maps.Clone(hubclient.ManagedByLabel) }
 
 	switch ns := f.Namespace; {
 	case ns == nil:
@@ -194,7 +195,7 @@ func planPrepare(n prepareNames, f prepareFacts) (*preparePlan, error) {
 // make.
 func refuseForeign(what string, m metav1.ObjectMeta) error {
 	if !madeBySpokekit(m) {
-		return exitcode.RefusedErrorf("%s exists and was not made by kubectl spoke prepare (no label %s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, labels.Set(ManagedByLabel))
+		return exitcode.RefusedErrorf("%s exists and was not made by kubectl spoke prepare (no label %s); nothing was changed: pick another namespace with -n, or remove it if it is a leftover", what, labels.Set(hubclient.ManagedByLabel))
 	}
 	if m.DeletionTimestamp != nil {
 		return exitcode.RefusedErrorf("%s is being deleted; nothing was changed: run this again once it is gone", what)
@@ -202,9 +203,9 @@ func refuseForeign(what string, m metav1.ObjectMeta) error {
 	return nil
 }
 
-// madeBySpokekit tells an object that carries ManagedByLabel.
+// madeBySpokekit tells an object that carries hubclient.ManagedByLabel.
 func madeBySpokekit(m metav1.ObjectMeta) bool {
-	for k, v := range ManagedByLabel {
+	for k, v := range hubclient.ManagedByLabel {
 		if m.Labels[k] != v {
 			return false
 		}

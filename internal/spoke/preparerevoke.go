@@ -19,6 +19,7 @@ import (
 	"github.com/spokekit/spokekit/internal/authz"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 )
 
 // stillUsedWarning is what revoking costs while the hub still uses the
@@ -55,7 +56,7 @@ type revokePlan struct {
 
 // planRevoke decides the deletes from what exists; it reads and writes
 // nothing. Objects of prepare's names that spokekit did not make (no
-// ManagedByLabel), a token Secret of another ServiceAccount and a binding of
+// hubclient.ManagedByLabel), a token Secret of another ServiceAccount and a binding of
 // another role are refused: deleting them would take away what someone
 // else set up.
 //
@@ -68,7 +69,7 @@ func planRevoke(n prepareNames, f prepareFacts) (*revokePlan, error) {
 	add := func(kind, ns string, m metav1.ObjectMeta, why string) error {
 		d := revokeDelete{Kind: kind, Namespace: ns, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Why: why}
 		if !madeBySpokekit(m) {
-			return exitcode.RefusedErrorf("%s was not made by kubectl spoke prepare (no label %s); nothing was deleted: it is not prepare's to revoke", d.what(), labels.Set(ManagedByLabel))
+			return exitcode.RefusedErrorf("%s was not made by kubectl spoke prepare (no label %s); nothing was deleted: it is not prepare's to revoke", d.what(), labels.Set(hubclient.ManagedByLabel))
 		}
 		p.Delete = append(p.Delete, d)
 		return nil

@@ -2,13 +2,11 @@ package spoke
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -305,19 +303,13 @@ func (h *HubClient) applyRemoval(ctx context.Context, p *removalPlan, dryRun cli
 	if dryRun == cli.DryRunClient {
 		return nil
 	}
-	spokes := h.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(p.Namespace)
 	if p.ForceDelete == annotationSet {
-		patch, err := json.Marshal(p.Patch)
-		if err != nil {
-			return err
-		}
-		if _, err := spokes.Patch(ctx, p.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(dryRun)}); err != nil {
+		if err := h.PatchSpoke(ctx, p.Namespace, p.Name, p.Patch, dryRun); err != nil {
 			return fmt.Errorf("annotating Spoke %s/%s for force-delete (refused when it was replaced or its annotations changed since it was read): %w; nothing was changed: run the same command again", p.Namespace, p.Name, err)
 		}
 	}
 	if p.Deletion == deletionDelete {
-		uid := p.UID
-		if err := spokes.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: cli.DryRunOption(dryRun)}); err != nil {
+		if err := h.DeleteSpoke(ctx, p.Namespace, p.Name, p.UID, dryRun); err != nil {
 			return fmt.Errorf("deleting Spoke %s/%s: %w; %s: run the same command again", p.Namespace, p.Name, err, p.undone())
 		}
 	}

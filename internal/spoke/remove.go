@@ -117,7 +117,7 @@ func refuseBlockedRemoval(ctx context.Context, hub *HubClient, s *fleetconfig.Sp
 	if err := hub.refuseUnusableCredential(ctx, s, time.Now()); err != nil {
 		return nil, err
 	}
-	works, err := hub.ManifestWorks(ctx, s.Name)
+	works, err := hub.blockingWorks(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}

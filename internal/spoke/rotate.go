@@ -19,6 +19,7 @@ import (
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/helmrelease"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -215,8 +216,8 @@ const (
 // rotatePlan is what rotate-kubeconfig will write: a value built by
 // planRotate, applied by apply.
 type rotatePlan struct {
-	Secret     secretWrite `json:"-"`
-	SecretName string      `json:"secret"`
+	Secret     hubclient.SecretWrite `json:"-"`
+	SecretName string                `json:"secret"`
 	// Patch points the Spoke at the new secret and records it (see
 	// repointPatch); none for a rotation in place, which only records
 	// (RecordPatch, none when the record is there already).
@@ -239,13 +240,13 @@ func planRotate(o *RotateOptions, f rotateFacts) (*rotatePlan, error) {
 	if key == "" {
 		key = fleetconfig.DefaultKubeconfigKey
 	}
-	p := &rotatePlan{Secret: secretWrite{Namespace: f.Namespace, Name: ref.Name, Key: key, Data: f.Kubeconfig, Existing: f.Current}, SecretName: ref.Name, Values: repointNoFile}
+	p := &rotatePlan{Secret: hubclient.SecretWrite{Namespace: f.Namespace, Name: ref.Name, Key: key, Data: f.Kubeconfig, Existing: f.Current}, SecretName: ref.Name, Values: repointNoFile}
 	rec := Record{Secret: ref.Name, Credential: f.Credential, ClusterUID: f.ClusterUID}
 	if !recorded(f.Spoke, rec) {
 		p.RecordPatch = recordPatch(f.Spoke, rec)
 	}
 	if o.Secret != "" && o.Secret != ref.Name {
-		p.Secret = secretWrite{Namespace: f.Namespace, Name: o.Secret, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Target}
+		p.Secret = hubclient.SecretWrite{Namespace: f.Namespace, Name: o.Secret, Key: fleetconfig.DefaultKubeconfigKey, Data: f.Kubeconfig, Existing: f.Target}
 		p.SecretName = o.Secret
 		rec.Secret = o.Secret
 		p.Patch, p.RecordPatch = repointPatch(f.Spoke, o.Secret, rec), nil
@@ -480,16 +481,16 @@ func (o *RotateOptions) apply(ctx context.Context, hub *HubClient, p *rotatePlan
 	if o.DryRun == cli.DryRunClient {
 		return nil
 	}
-	if err := hub.writeSecret(ctx, p.Secret, o.DryRun); err != nil {
+	if err := hub.WriteSecret(ctx, p.Secret, o.DryRun); err != nil {
 		return err
 	}
 	if p.Patch != nil {
-		if err := hub.patchSpoke(ctx, o.Name, p.Patch, o.DryRun); err != nil {
+		if err := hub.PatchSpoke(ctx, hub.Namespace, o.Name, p.Patch, o.DryRun); err != nil {
 			return fmt.Errorf("pointing Spoke %s at secret %s: %w; the secret was written, the Spoke still uses the old one: run this again", o.Name, p.SecretName, err)
 		}
 	}
 	if p.RecordPatch != nil {
-		if err := hub.patchSpoke(ctx, o.Name, p.RecordPatch, o.DryRun); err != nil {
+		if err := hub.PatchSpoke(ctx, hub.Namespace, o.Name, p.RecordPatch, o.DryRun); err != nil {
 			return fmt.Errorf("recording the new credential on Spoke %s: %w; the secret was written: run this again", o.Name, err)
 		}
 	}
@@ -515,7 +516,7 @@ func (o *RotateOptions) checkTarget(ctx context.Context, hub *HubClient, id kube
 	if err := hub.refuseSecretInUse(ctx, o.Secret, o.Name, next); err != nil {
 		return nil, err
 	}
-	sec, err := hub.Secret(ctx, secretGrantFor{Spoke: o.Name}, o.Secret)
+	sec, err := hub.kubeconfigSecret(ctx, secretGrantFor{Spoke: o.Name}, o.Secret)
 	if err != nil || sec == nil {
 		return nil, err
 	}

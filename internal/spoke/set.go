@@ -9,14 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/spokekit/spokekit/internal/api"
-	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -96,9 +93,9 @@ func refuseImmutable(name string, as []Assignment) error {
 		name, strings.Join(bad, ", "), strings.Join(MutableFields, ", "), name)
 }
 
-// SetPatch is the JSON merge patch that makes the assignments, guarded by
-// resourceVersion.
-func SetPatch(as []Assignment, resourceVersion string) map[string]any {
+// SetSpec is the spec of the JSON merge patch that makes the assignments
+// (hubclient.SetSpokeFields guards it with the resourceVersion read).
+func SetSpec(as []Assignment) map[string]any {
 	spec := map[string]any{}
 	for _, a := range as {
 		m := spec
@@ -112,7 +109,7 @@ func SetPatch(as []Assignment, resourceVersion string) map[string]any {
 		}
 		m[a.Path[len(a.Path)-1]] = a.Value
 	}
-	return map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion}, "spec": spec}
+	return spec
 }
 
 // SetOptions are the options of `kubectl spoke set`.
@@ -230,10 +227,9 @@ func (o *SetOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spokes := hub.Dynamic.Resource(fleetconfig.SpokeResource).Namespace(hub.Namespace)
-	u, err := spokes.Get(ctx, o.Name, metav1.GetOptions{})
+	u, err := hub.SpokeObject(ctx, o.Name)
 	if err != nil {
-		return fmt.Errorf("reading Spoke %s/%s: %w", hub.Namespace, o.Name, err)
+		return err
 	}
 	if err := refuseComputePool(u); err != nil {
 		return err
@@ -247,11 +243,7 @@ func (o *SetOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun != cli.DryRunClient {
-		patch, err := json.Marshal(SetPatch(o.Assignments, u.GetResourceVersion()))
-		if err != nil {
-			return err
-		}
-		if _, err := spokes.Patch(ctx, o.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: cli.DryRunOption(o.DryRun)}); err != nil {
+		if err := hub.SetSpokeFields(ctx, o.Name, u.GetResourceVersion(), SetSpec(o.Assignments), o.DryRun); err != nil {
 			return fmt.Errorf("changing Spoke %s/%s: %w; nothing was changed", hub.Namespace, o.Name, err)
 		}
 	}

@@ -26,7 +26,7 @@ func TestSetKeysWithDots(t *testing.T) {
 		assert.Equal(t, as[0].Value, "ml", arg)
 		assert.Equal(t, as[0].Field(), `klusterlet.annotations["example.com/team"]`, arg)
 		assert.Check(t, Mutable(as[0].Path), arg)
-		assert.DeepEqual(t, SetPatch(as, "7")["spec"], map[string]any{
+		assert.DeepEqual(t, SetSpec(as), map[string]any{
 			"klusterlet": map[string]any{"annotations": map[string]any{"example.com/team": "ml"}},
 		})
 	}

@@ -135,13 +135,10 @@ func TestSetFields(t *testing.T) {
 	for _, a := range as {
 		assert.Check(t, Mutable(a.Path), a.Field())
 	}
-	assert.DeepEqual(t, SetPatch(as, "42"), map[string]any{
-		"metadata": map[string]any{"resourceVersion": "42"},
-		"spec": map[string]any{
-			"logVerbosity":  3,
-			"cleanupConfig": map[string]any{"forceClusterDrain": true},
-			"klusterlet":    map[string]any{"annotations": map[string]any{"team": "ml", "old": nil}},
-		},
+	assert.DeepEqual(t, SetSpec(as), map[string]any{
+		"logVerbosity":  3,
+		"cleanupConfig": map[string]any{"forceClusterDrain": true},
+		"klusterlet":    map[string]any{"annotations": map[string]any{"team": "ml", "old": nil}},
 	})
 	for _, f := range []string{"hubRef.name", "klusterlet.mode", "proxyUrl", "createNamespace", "klusterlet", "kubeconfigs"} {
 		as, err := ParseAssignments([]string{f + "=x"})

@@ -318,7 +318,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	works, err := hub.ManifestWorks(ctx, o.Name)
+	works, err := hub.blockingWorks(ctx, o.Name)
 	if err != nil {
 		return err
 	}
@@ -343,9 +343,9 @@ func (o *StatusOptions) printOutOfBand(ctx context.Context, hub *HubClient) erro
 		return err
 	}
 	if mc == nil {
-		return hub.spokeNotFound(o.Name)
+		return hub.SpokeNotFound(o.Name)
 	}
-	works, err := hub.ManifestWorks(ctx, o.Name)
+	works, err := hub.blockingWorks(ctx, o.Name)
 	if err != nil {
 		return err
 	}

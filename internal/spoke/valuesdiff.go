@@ -13,6 +13,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/helmrelease"
+	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/values"
 )
 
@@ -144,7 +145,7 @@ func (o *ValuesDiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return cannotCompare(fmt.Errorf("%s: %w", o.file.Path, err))
 	}
-	spokes, err := listAll[LiveSpoke](ctx, hub, fleetconfig.SpokeResource, hub.Namespace, "")
+	spokes, err := hubclient.List[LiveSpoke](ctx, hub.Client, fleetconfig.SpokeResource, hub.Namespace, "")
 	if err != nil {
 		return cannotCompare(fmt.Errorf("listing Spokes in %s: %w", hub.Namespace, err))
 	}

@@ -7,11 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/spokekit/spokekit/internal/api"
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
@@ -20,15 +17,6 @@ import (
 )
 
 var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
-// watchOne lists and watches the one object of a resource named name.
-func (h *HubClient) watchOne(gvr schema.GroupVersionResource, ns, name string) cache.ListerWatcher {
-	var ri dynamic.ResourceInterface = h.Dynamic.Resource(gvr)
-	if ns != "" {
-		ri = h.Dynamic.Resource(gvr).Namespace(ns)
-	}
-	return cli.ListWatch(ri, fields.OneTermEqualSelector("metadata.name", name).String(), "")
-}
 
 // one returns the single watched object, nil when there is none.
 func one(objs []any, into any) (bool, error) {
@@ -41,7 +29,7 @@ func one(objs []any, into any) (bool, error) {
 // WaitJoined follows the Spoke's PHASE, then the ManagedCluster's JOINED
 // and AVAILABLE, until the spoke has joined and is available.
 func (h *HubClient) WaitJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
-	err := cli.WaitFor(ctx, "spoke "+name, h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
+	err := cli.WaitFor(ctx, "spoke "+name, h.WatchNamed(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
 			found, err := one(objs, &s)
@@ -67,7 +55,7 @@ func (h *HubClient) WaitJoined(ctx context.Context, name string, d cli.Deadline,
 // waitClusterJoined follows the ManagedCluster's JOINED and AVAILABLE until
 // both are True.
 func (h *HubClient) waitClusterJoined(ctx context.Context, name string, d cli.Deadline, p *cli.Progress) error {
-	return cli.WaitFor(ctx, "ManagedCluster "+name, h.watchOne(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.Left(), p,
+	return cli.WaitFor(ctx, "ManagedCluster "+name, h.WatchNamed(ocm.ManagedClusterResource, "", name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var mc ocm.ManagedCluster
 			found, err := one(objs, &mc)
@@ -87,7 +75,7 @@ func (h *HubClient) waitClusterJoined(ctx context.Context, name string, d cli.De
 // (force-delete leaves it running), so the old one is gone; WaitGone says
 // so with again.
 func (h *HubClient) WaitGone(ctx context.Context, name string, registered types.UID, d cli.Deadline, p *cli.Progress) (again bool, err error) {
-	err = cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.watchOne(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
+	err = cli.WaitFor(ctx, "spoke "+name+" to be deleted", h.WatchNamed(fleetconfig.SpokeResource, h.Namespace, name), &unstructured.Unstructured{}, d.Left(), p,
 		func(objs []any) (bool, string, error) {
 			var s fleetconfig.Spoke
 			found, err := one(objs, &s)
@@ -107,7 +95,7 @@ func (h *HubClient) WaitGone(ctx context.Context, name string, registered types.
 		what string
 		gvr  schema.GroupVersionResource
 	}{{"ManagedCluster " + name, ocm.ManagedClusterResource}, {"namespace " + name, namespaceResource}} {
-		err := cli.WaitFor(ctx, step.what+" to be deleted", h.watchOne(step.gvr, "", name), &unstructured.Unstructured{}, d.Left(), p,
+		err := cli.WaitFor(ctx, step.what+" to be deleted", h.WatchNamed(step.gvr, "", name), &unstructured.Unstructured{}, d.Left(), p,
 			func(objs []any) (bool, string, error) {
 				if step.gvr != ocm.ManagedClusterResource {
 					return len(objs) == 0, goneState(len(objs) == 0), nil
