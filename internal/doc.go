@@ -30,8 +30,10 @@
 //
 // A domain package keeps below its commands, in packages of its own, what
 // stands on its own: spoke/hubclient sends every request spoke makes to
-// the hub, each write with its guard, and spoke/probe reaches a spoke's API
-// server through a kubeconfig for `spoke health --deep`. Such a
+// the hub, each write with its guard; spoke/probe reaches a spoke's API
+// server through a kubeconfig for `spoke health --deep`; spoke/health
+// judges what `spoke health` read (the rules of a healthy spoke, pure: no
+// request, no printing). Such a
 // package is imported by its commands and imports none of them (that
 // would be a cycle) nor another domain's; depguard's prefixes take it as
 // part of its domain package.

@@ -18,16 +18,16 @@ import (
 	"github.com/spokekit/spokekit/e2e/harness"
 	"github.com/spokekit/spokekit/e2e/standin/fleet"
 	"github.com/spokekit/spokekit/internal/api/ocm"
-	spokecmd "github.com/spokekit/spokekit/internal/spoke"
+	spokehealth "github.com/spokekit/spokekit/internal/spoke/health"
 )
 
 // health runs `kubectl spoke health ARGS -o json` and decodes the rows by name.
-func health(t *testing.T, args ...string) (harness.Result, map[string]spokecmd.HealthRow) {
+func health(t *testing.T, args ...string) (harness.Result, map[string]spokehealth.Row) {
 	t.Helper()
 	r := spoke(t, append([]string{"health", "-o", "json"}, args...)...)
-	var report spokecmd.HealthReport
+	var report struct{ Items []spokehealth.Row }
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout), &report), r)
-	rows := map[string]spokecmd.HealthRow{}
+	rows := map[string]spokehealth.Row{}
 	for _, it := range report.Items {
 		rows[it.Metadata.Name] = it
 	}
@@ -118,18 +118,18 @@ func TestHealth(t *testing.T) {
 	assert.Check(t, is.Equal(ok.KubernetesVersion, "v1.37.2"))
 	assert.Check(t, ok.LeaseRenewed != nil && !ok.LeaseRenewed.Before(&metav1.Time{Time: lease.Spec.RenewTime.Truncate(time.Second)}),
 		"health reports the agent's last renewal (%s) or a later one: %+v", lease.Spec.RenewTime, ok.LeaseRenewed)
-	assert.Check(t, is.Equal(ok.Credential.State, spokecmd.CredentialValid))
+	assert.Check(t, is.Equal(ok.Credential.State, spokehealth.CredentialValid))
 	assert.Check(t, ok.Credential.Kind != "", "%+v", ok.Credential)
-	wantPurged := spokecmd.CredentialPurged
+	wantPurged := spokehealth.CredentialPurged
 	if mode != fleet.ModeAddon {
 		// Unified mode keeps the Secret; the test made it as a chart would,
 		// so kubectl spoke recorded no credential, and health reads none.
-		wantPurged = spokecmd.CredentialUnknown
+		wantPurged = spokehealth.CredentialUnknown
 	}
 	assert.Check(t, is.Equal(rows["health-purged"].Credential.State, wantPurged))
 	assert.Check(t, rows["health-purged"].Healthy, "%+v", rows["health-purged"])
 	assert.Check(t, rows["health-oob"].OutOfBand && rows["health-oob"].Healthy, "%+v", rows["health-oob"])
-	assert.Check(t, is.Equal(rows["health-oob"].Credential.State, spokecmd.CredentialNone))
+	assert.Check(t, is.Equal(rows["health-oob"].Credential.State, spokehealth.CredentialNone))
 	table := spoke(t, append([]string{"health"}, names...)...)
 	t.Logf("kubectl spoke health %s\n%s", strings.Join(names, " "), table.Stdout)
 

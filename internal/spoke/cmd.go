@@ -8,6 +8,10 @@
 //     hub's kinds, not the commands; depguard keeps the client-go clients
 //     out of this package's command files.
 //   - spoke/probe: a spoke's own API server, for health --deep.
+//   - spoke/health: the rules of a healthy spoke (problems, what --deep
+//     could not check, a stored credential's state), judged on what the
+//     health command read: no request, no printing, so each rule is a pure
+//     function its tests reach directly.
 //   - this package: HubClient wraps hubclient.Client with what several
 //     commands check and refuse alike, in words that name commands and
 //     roles, and the commands on top:
@@ -24,7 +28,8 @@
 //   - the hub's checks: hub.go (HubClient, the stored kubeconfig, the works
 //     that block a removal), listed.go (the lean lists of list and health),
 //     healthread.go (what else health reads: leases, add-ons, each stored
-//     kubeconfig for --deep), access.go (the permissions a command asks
+//     kubeconfig for --deep), healthassess.go (the rows health judges,
+//     each spoke's reads joined), access.go (the permissions a command asks
 //     before writing, and the Role to name when one is missing), wait.go
 //     (watches until joined or gone), outofband.go, samecluster.go,
 //     secretusers.go.

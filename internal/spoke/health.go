@@ -20,6 +20,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/exitcode"
 	"github.com/spokekit/spokekit/internal/kubeconfig"
+	"github.com/spokekit/spokekit/internal/spoke/health"
 	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
@@ -198,11 +199,11 @@ func namedSpokes(spokes []fleetconfig.Spoke, names []string) []fleetconfig.Spoke
 
 // selectHealthRows keeps the rows named (all when names is empty) and names
 // those it did not find.
-func selectHealthRows(rows []HealthRow, names []string) ([]HealthRow, error) {
+func selectHealthRows(rows []health.Row, names []string) ([]health.Row, error) {
 	if len(names) == 0 {
 		return rows, nil
 	}
-	var out []HealthRow
+	var out []health.Row
 	var missing []string
 	for _, n := range names {
 		found := false
@@ -223,9 +224,9 @@ func selectHealthRows(rows []HealthRow, names []string) ([]HealthRow, error) {
 
 // HealthReport is what health prints.
 type HealthReport struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Items      []HealthRow `json:"items"`
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Items      []health.Row `json:"items"`
 	// allNamespaces (-A) leads the table with each row's namespace; deep
 	// adds the columns of --deep.
 	allNamespaces, deep bool
@@ -300,14 +301,14 @@ func (r HealthReport) Table(now time.Time) cli.Table {
 		if r.deep {
 			row = append(row, deepCells(h.Deep)...)
 		}
-		health := "Healthy"
+		verdict := "Healthy"
 		switch {
 		case !h.Healthy:
-			health = "Unhealthy"
+			verdict = "Unhealthy"
 		case len(h.NotChecked) > 0:
-			health = "Unchecked"
+			verdict = "Unchecked"
 		}
-		row = append(row, health, strings.Join(slices.Concat(h.Problems, h.NotChecked), "; "))
+		row = append(row, verdict, strings.Join(slices.Concat(h.Problems, h.NotChecked), "; "))
 		if r.allNamespaces {
 			row = append([]string{orNone(h.Metadata.Namespace)}, row...)
 		}
@@ -317,11 +318,11 @@ func (r HealthReport) Table(now time.Time) cli.Table {
 }
 
 // credentialCell is the CREDENTIAL column: the expiry date, or the state.
-func credentialCell(c CredentialHealth) string {
+func credentialCell(c health.Credential) string {
 	switch {
 	case c.Expires != nil:
 		return c.Expires.UTC().Format(time.DateOnly) + " (" + c.Kind + ")"
-	case c.State == CredentialValid:
+	case c.State == health.CredentialValid:
 		return "never (" + c.Kind + ")"
 	}
 	return c.State

@@ -28,6 +28,7 @@ import (
 	"github.com/spokekit/spokekit/internal/cli"
 	"github.com/spokekit/spokekit/internal/cli/clitest"
 	"github.com/spokekit/spokekit/internal/exitcode"
+	"github.com/spokekit/spokekit/internal/spoke/health"
 	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
@@ -75,22 +76,22 @@ current-context: c
 		want    string
 		problem bool
 	}{
-		"in-cluster":         {inCluster, nil, nil, CredentialNone, false},
-		"forbidden":          {s, nil, forbidden, CredentialNotReadable, false},
-		"read failed":        {s, nil, errors.New("timeout"), CredentialUnknown, false},
-		"purged after pivot": {purged, nil, nil, CredentialPurged, false},
+		"in-cluster":         {inCluster, nil, nil, health.CredentialNone, false},
+		"forbidden":          {s, nil, forbidden, health.CredentialNotReadable, false},
+		"read failed":        {s, nil, errors.New("timeout"), health.CredentialUnknown, false},
+		"purged after pivot": {purged, nil, nil, health.CredentialPurged, false},
 		// Unified mode (no agent add-on) keeps the secret: gone is missing.
-		"gone in unified mode":   {newSpoke("spoke-1", pivotedAndPurging, func(s *fleetconfig.Spoke) { s.Spec.AddOns = nil }), nil, nil, CredentialMissing, true},
-		"missing":                {s, nil, nil, CredentialMissing, true},
-		"runs a program":         {s, kubeconfigSecret("spoke-1-kubeconfig", execKubeconfig), nil, CredentialRefused, true},
-		"no kubeconfig key":      {s, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig"}}, nil, CredentialInvalid, true},
-		"valid":                  {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(400*24*time.Hour))), nil, CredentialValid, false},
-		"expires within 30 days": {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(10*24*time.Hour))), nil, CredentialExpiring, true},
-		"expired":                {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(-time.Hour))), nil, CredentialExpired, true},
+		"gone in unified mode":   {newSpoke("spoke-1", pivotedAndPurging, func(s *fleetconfig.Spoke) { s.Spec.AddOns = nil }), nil, nil, health.CredentialMissing, true},
+		"missing":                {s, nil, nil, health.CredentialMissing, true},
+		"runs a program":         {s, kubeconfigSecret("spoke-1-kubeconfig", execKubeconfig), nil, health.CredentialRefused, true},
+		"no kubeconfig key":      {s, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spoke-1-kubeconfig"}}, nil, health.CredentialInvalid, true},
+		"valid":                  {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(400*24*time.Hour))), nil, health.CredentialValid, false},
+		"expires within 30 days": {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(10*24*time.Hour))), nil, health.CredentialExpiring, true},
+		"expired":                {s, kubeconfigSecret("spoke-1-kubeconfig", tokenKubeconfig(now.Add(-time.Hour))), nil, health.CredentialExpired, true},
 	} {
 		got, kc := assessCredential(&c.spoke, c.secret, c.readErr, now)
 		assert.Check(t, is.Equal(got.State, c.want), "%s: %+v", name, got)
-		assert.Check(t, is.Equal(credentialProblem(got) != "", c.problem), "%s: %+v", name, got)
+		assert.Check(t, is.Equal(got.Problem() != "", c.problem), "%s: %+v", name, got)
 		assert.Check(t, is.Equal(kc != nil, got.Kind != ""), "%s: a kubeconfig for a usable credential only", name)
 	}
 }
@@ -125,7 +126,7 @@ func fleetInStates() healthInput {
 		newSpoke("hub-as-spoke", func(s *fleetconfig.Spoke) { s.Spec.Kubeconfig = fleetconfig.Kubeconfig{InCluster: true} }),
 		newSpoke("not-joined", func(s *fleetconfig.Spoke) { s.Status.Phase = fleetconfig.SpokePhaseJoining }),
 	}
-	creds := map[string]CredentialHealth{}
+	creds := map[string]health.Credential{}
 	for i := range spokes {
 		s := &spokes[i]
 		var sec *corev1.Secret
@@ -153,7 +154,7 @@ func fleetInStates() healthInput {
 	}
 }
 
-func printHealth(t *testing.T, rows []HealthRow, deep bool, format string) string {
+func printHealth(t *testing.T, rows []health.Row, deep bool, format string) string {
 	t.Helper()
 	r := HealthReport{Kind: "SpokeHealthList", Items: rows, deep: deep}
 	o := cli.NewOutput()

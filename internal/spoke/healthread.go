@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/scrub"
+	"github.com/spokekit/spokekit/internal/spoke/health"
 	"github.com/spokekit/spokekit/internal/spoke/hubclient"
 	"github.com/spokekit/spokekit/internal/spoke/probe"
 )
@@ -60,8 +61,8 @@ func (h *HubClient) readAddOns(ctx context.Context) ([]addOnState, error) {
 
 // recordedCredentials judges the stored credential of every spoke from its
 // record (see recordedCredential), reading no Secret.
-func recordedCredentials(spokes []fleetconfig.Spoke, now time.Time) map[string]CredentialHealth {
-	out := make(map[string]CredentialHealth, len(spokes))
+func recordedCredentials(spokes []fleetconfig.Spoke, now time.Time) map[string]health.Credential {
+	out := make(map[string]health.Credential, len(spokes))
 	for i := range spokes {
 		out[healthKey(spokes[i].Namespace, spokes[i].Name)] = recordedCredential(&spokes[i], now)
 	}
@@ -73,8 +74,8 @@ func recordedCredentials(spokes []fleetconfig.Spoke, now time.Time) map[string]C
 // that hangs holds one slot for timeout at most, never the others. It
 // judges the credentials on the way, from the Secrets it reads one by one
 // (the Role that grants each one alone allows that, and no list).
-func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]CredentialHealth, map[string]*probe.Result) {
-	creds := make(map[string]CredentialHealth, len(spokes))
+func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, maxConcurrent int, timeout time.Duration, now time.Time) (map[string]health.Credential, map[string]*probe.Result) {
+	creds := make(map[string]health.Credential, len(spokes))
 	deep := make(map[string]*probe.Result, len(spokes))
 	var mu sync.Mutex
 	var g errgroup.Group
@@ -95,7 +96,7 @@ func (h *HubClient) readDeep(ctx context.Context, spokes []fleetconfig.Spoke, ma
 
 // deepSpoke reads one spoke's Secret, judges the credential, and reaches
 // the spoke with it when it is usable.
-func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (CredentialHealth, *probe.Result) {
+func (h *HubClient) deepSpoke(ctx context.Context, s *fleetconfig.Spoke, timeout time.Duration, now time.Time) (health.Credential, *probe.Result) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var sec *corev1.Secret

@@ -16,6 +16,7 @@ import (
 	"github.com/spokekit/spokekit/internal/api/fleetconfig"
 	"github.com/spokekit/spokekit/internal/api/ocm"
 	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/spoke/health"
 )
 
 // SpokeStatus is what status prints about one spoke, or about a
@@ -366,10 +367,10 @@ func credential(s *fleetconfig.Spoke, now time.Time) (*CredentialReport, error) 
 	}
 	c := recordedCredential(s, now)
 	switch c.State {
-	case CredentialRefused:
+	case health.CredentialRefused:
 		_, err := readRecord(s)
 		return &CredentialReport{Problem: c.Detail}, err
-	case CredentialUnknown:
+	case health.CredentialUnknown:
 		return &CredentialReport{Problem: c.Detail}, nil
 	}
 	r := &CredentialReport{Kind: c.Kind, Expires: "never", Recorded: true}
