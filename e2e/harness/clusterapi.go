@@ -274,10 +274,20 @@ func (a *ClusterAPI) waitReady(ctx context.Context, i int) error {
 }
 
 // PointWorkload makes a Cluster's NAME-kubeconfig Secret hold the kubeconfig
-// in path (flattened: a Secret names no local files) and restarts the core
-// manager, whose cluster cache then connects there: to move a workload
-// cluster to another API server, or behind a fault proxy.
+// in path and restarts the core manager, whose cluster cache then connects
+// there: to move a workload cluster to another API server. The restart
+// stops the shared webhooks for about a second, so only tests that run
+// alone (not t.Parallel) may call it.
 func (a *ClusterAPI) PointWorkload(ctx context.Context, ns, cluster, path string) error {
+	if err := a.writeWorkloadKubeconfig(ctx, ns, cluster, path); err != nil {
+		return err
+	}
+	return a.Restart(ctx, "capi-core")
+}
+
+// writeWorkloadKubeconfig makes a Cluster's NAME-kubeconfig Secret hold the
+// kubeconfig in path, flattened: a Secret names no local files.
+func (a *ClusterAPI) writeWorkloadKubeconfig(ctx context.Context, ns, cluster, path string) error {
 	kc, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return err
@@ -295,15 +305,16 @@ func (a *ClusterAPI) PointWorkload(ctx context.Context, ns, cluster, path string
 		return err
 	}
 	secret.Data["value"] = data
-	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	return a.Restart(ctx, "capi-core")
+	_, err = secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	return err
 }
 
 // WorkloadThroughProxy puts a fault proxy in front of a Cluster's workload
-// API server and points the Cluster's kubeconfig Secret at it, so Cluster
-// API and the plugins both reach the workload cluster through it.
+// API server and points the Cluster's kubeconfig Secret at it, so the
+// plugins reach the workload cluster through it. The core manager is not
+// restarted: parallel tests share its webhooks, and a restart refused
+// their writes (2026-12-05); its cluster cache keeps the connection it has,
+// which a fault aimed at the plugins' user agent would not touch anyway.
 func (a *ClusterAPI) WorkloadThroughProxy(ctx context.Context, ns, cluster string) (*FaultProxy, error) {
 	secret, err := a.platform.Kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
 	if err != nil {
@@ -322,7 +333,7 @@ func (a *ClusterAPI) WorkloadThroughProxy(ctx context.Context, ns, cluster strin
 	if err != nil {
 		return nil, err
 	}
-	return proxy, a.PointWorkload(ctx, ns, cluster, proxy.Kubeconfig)
+	return proxy, a.writeWorkloadKubeconfig(ctx, ns, cluster, proxy.Kubeconfig)
 }
 
 // MoveToTenant gives a Cluster a workload API server that serves what
