@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Runs the e2e packages as jobs, SPOKEKIT_E2E_JOBS at once (default 4), in
+# Runs the e2e packages as jobs, SPOKEKIT_E2E_JOBS at once (default 3), in
 # the order given, each its own `go test` that says how long it took.
 # e2e/spoke, the longest package, is three jobs, each with clusters of its
 # own: its addon pass (every test) in two shards, and its unified pass (the
 # tests whose behaviour differs by FleetConfig mode). With -run, the addon
 # pass is one job. The e2e tests mostly wait on controllers (with two
-# packages at once the CPU was idle 40-70% of the time), so four jobs fit 2
-# cores. The test binaries are compiled once, first, so the jobs do not
-# compile the same packages side by side.
+# packages at once the CPU was idle 40-70% of the time), and four jobs fit
+# the 2-core machine of 2026-12-04. On 2026-12-05 a machine of the same size
+# ran everything 1.5-2 times slower (40% of its CPU time in the kernel), and
+# with four jobs e2e/park's platform API server timed out Cluster API's
+# writes until the tests' waits for running workers gave up, in two runs of
+# two; three jobs leave it room, for a few minutes more in all. The test
+# binaries are compiled once, first, so the jobs do not compile the same
+# packages side by side.
 #
 # usage: e2e.sh [GO_TEST_FLAG...] -- PACKAGE...
 set -uo pipefail
@@ -30,7 +35,7 @@ echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
 # e2e/spoke's passes, or "- -" for a package that has one pass. The unified
 # pass, shorter than e2e/park and e2e/fleetdrain, is the first job to wait
 # for a free slot: the long packages start at once.
-max=${SPOKEKIT_E2E_JOBS:-4}
+max=${SPOKEKIT_E2E_JOBS:-3}
 shards="1/2 2/2"
 [[ " ${flags[*]} " == *" -run "* ]] && shards=1/1
 jobs=() later=()
