@@ -43,8 +43,16 @@ func (e *Env) StartProcess(name string, env []string, program string, args ...st
 	if err != nil {
 		return nil, err
 	}
+	// A temp dir of its own inside the workdir, removed with it: OCM's
+	// controllers (library-go) write a self-signed serving cert into
+	// TMPDIR on every start and never delete it.
+	tmp := filepath.Join(e.Workdir, "tmp", name)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		_ = log.Close()
+		return nil, err
+	}
 	p.cmd = exec.Command(program, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	// Its own process group, so a Ctrl-C of `go test` reaches it only through Stop.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
