@@ -62,10 +62,10 @@ DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
-# The longest packages first: hack/e2e.sh starts them in this order, three
-# jobs at a time (SPOKEKIT_E2E_JOBS; e2e/spoke is three: its addon pass in
-# two shards, then its unified pass), so the short ones follow them instead
-# of holding back e2e/park and e2e/fleetdrain, which mostly wait on
+# The longest packages, named one by one: hack/e2e.sh starts them in this
+# order, three jobs at a time (SPOKEKIT_E2E_JOBS; e2e/spoke's addon pass is
+# two shards), then e2e/spoke's unified pass, then the short ones, so that
+# these do not hold back e2e/park and e2e/fleetdrain, which mostly wait on
 # controllers.
 E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/fleetdrain/ ./e2e/...)
 

@@ -32,22 +32,34 @@ go test -tags e2e -c -o "$bin/" "${pkgs[@]}" || exit
 echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
 
 # jobs: "MODE SHARD PACKAGE": the FleetConfig mode and shard (i/n) of one of
-# e2e/spoke's passes, or "- -" for a package that has one pass. The unified
-# pass, shorter than e2e/park and e2e/fleetdrain, is the first job to wait
-# for a free slot: the long packages start at once.
+# e2e/spoke's passes, or "- -" for a package that has one pass. The packages
+# named one by one (the Makefile names the long ones: e2e/spoke, e2e/park,
+# e2e/fleetdrain) queue first, in order; then e2e/spoke's unified pass,
+# shorter than those; then the rest of a pattern's packages. So e2e/fleetdrain
+# starts in the first free slot, and its Cluster API test, which waits for
+# e2e/park's end, does not also wait behind the unified pass.
 max=${SPOKEKIT_E2E_JOBS:-3}
 shards="1/2 2/2"
 [[ " ${flags[*]} " == *" -run "* ]] && shards=1/1
-jobs=() later=()
-for pkg in "${pkgs[@]}"; do
+named=0
+for arg in "$@"; do
+  [[ $arg == *...* ]] && continue
+  named=$((named + $(go list -tags e2e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "$arg" | grep -c .)))
+done
+# A pattern alone: the unified pass goes last.
+((named)) || named=${#pkgs[@]}
+jobs=() later=() first=0
+for i in "${!pkgs[@]}"; do
+  pkg=${pkgs[i]}
   if [[ $pkg == "$module/e2e/spoke" && -z ${SPOKEKIT_E2E_FLEET_MODE:-} ]]; then
     for sh in $shards; do jobs+=("addon $sh $pkg"); done
     later=("unified 1/1 $pkg")
   else
     jobs+=("- - $pkg")
   fi
+  ((i < named)) && first=${#jobs[@]}
 done
-jobs=("${jobs[@]:0:max}" "${later[@]}" "${jobs[@]:max}")
+jobs=("${jobs[@]:0:first}" "${later[@]}" "${jobs[@]:first}")
 
 failed=$(mktemp) && trap 'rm -rf "$bin" "$failed"' EXIT
 run_job() {
