@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -179,19 +180,10 @@ func (e *Env) StartCluster(ctx context.Context, name string, opts ...ClusterOpti
 	if err := c.loadClients(); err != nil {
 		return nil, err
 	}
-	if err := c.waitServing(ctx, 90*time.Second); err == nil {
-		return c, nil
-	}
-	// On a loaded machine kube-controller-manager gives up when the API
-	// server is not healthy within its first seconds, and kwokctl does not
-	// restart it (the default service account then never appears): restart
-	// the cluster once.
-	fmt.Fprintf(os.Stderr, "cluster %s did not settle; restarting it\n", name)
-	if err := c.Stop(ctx); err != nil {
+	if err := c.waitServing(ctx, 5*time.Minute); err != nil {
 		return nil, err
 	}
-	err = c.Start(ctx)
-	return c, err
+	return c, nil
 }
 
 func (c *Cluster) loadClients() error {
@@ -210,24 +202,68 @@ func (c *Cluster) loadClients() error {
 	return nil
 }
 
-// waitServing waits up to limit until the API server answers and the
-// default service account exists (pods in "default" need it).
+// componentSettle is how long a control-plane component must have run to be
+// past its own wait for the API server: kube-controller-manager exits when
+// the API server is not healthy within its first 10 s (on a loaded 2-core
+// machine it took 20 s to give up), and kwokctl never restarts it.
+var componentSettle = 30 * time.Second
+
+// waitServing waits up to limit until the cluster serves: the default
+// service account exists (pods in "default" need it) and every component
+// runs and has run for componentSettle. A component that exited is started
+// again once the API server is ready, as a kubelet restarts a static pod
+// (before that it would only exit again); `kwokctl start cluster` starts only
+// the components that are not running.
 func (c *Cluster) waitServing(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var last error
 	for {
-		_, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions)
+		err := c.serving(ctx)
 		if err == nil {
 			return nil
 		}
-		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster %s did not become ready: %w", c.Name, last)
-		case <-time.After(200 * time.Millisecond):
+			return fmt.Errorf("cluster %s did not become ready: %w", c.Name, err)
+		case <-time.After(time.Second):
 		}
 	}
+}
+
+// serving is nil when c serves (see waitServing), or says what it waits for.
+func (c *Cluster) serving(ctx context.Context) error {
+	var exited []string
+	youngest := time.Duration(math.MaxInt64)
+	for _, comp := range c.env.components(c) {
+		if !comp.running {
+			exited = append(exited, comp.name)
+		}
+		youngest = min(youngest, time.Since(comp.started))
+	}
+	if len(exited) > 0 {
+		if !c.ready(ctx) {
+			return fmt.Errorf("%s exited; the API server is not ready to start it again", strings.Join(exited, ", "))
+		}
+		fmt.Fprintf(os.Stderr, "cluster %s: %s exited before the API server was ready; starting it again\n", c.Name, strings.Join(exited, ", "))
+		if err := c.env.run(ctx, c.Name, "start", "cluster", "--name", c.Name); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s started again", strings.Join(exited, ", "))
+	}
+	if _, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions); err != nil {
+		return err
+	}
+	if youngest < componentSettle {
+		return fmt.Errorf("a component started %s ago", youngest.Round(time.Second))
+	}
+	return nil
+}
+
+// ready says whether the API server reports itself ready (every post-start
+// hook done), which is what the other components wait for at their start.
+func (c *Cluster) ready(ctx context.Context) bool {
+	_, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err == nil
 }
 
 // Stop stops the cluster's control plane: its API server no longer answers.
@@ -323,18 +359,44 @@ func (e *Env) reportStoppedComponents() {
 	clusters := slices.Clone(e.clusters)
 	e.mu.Unlock()
 	for _, c := range clusters {
-		dir := filepath.Join(e.clusterDir(c.Name), "clusters", c.Name)
-		pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
-		for _, pidFile := range pids {
-			pid, err := readPid(pidFile)
-			if err != nil || syscall.Kill(pid, 0) == nil {
+		for _, comp := range e.components(c) {
+			if comp.running {
 				continue
 			}
-			comp := strings.TrimSuffix(filepath.Base(pidFile), ".pid")
-			log := &Process{Log: filepath.Join(dir, "logs", comp+".log")}
-			fmt.Fprintf(os.Stderr, "test bed: cluster %s: %s is not running; its log ends:\n%s\n", c.Name, comp, log.Tail(5))
+			log := &Process{Log: filepath.Join(e.clusterDir(c.Name), "clusters", c.Name, "logs", comp.name+".log")}
+			fmt.Fprintf(os.Stderr, "test bed: cluster %s: %s is not running; its log ends:\n%s\n", c.Name, comp.name, log.Tail(5))
 		}
 	}
+}
+
+// component is one control-plane process kwokctl started for a cluster.
+type component struct {
+	name    string
+	running bool
+	// started is when kwokctl last started it (it writes the pid file then).
+	started time.Time
+}
+
+// components lists the control-plane components kwokctl started for c.
+func (e *Env) components(c *Cluster) []component {
+	pids, _ := filepath.Glob(filepath.Join(e.clusterDir(c.Name), "clusters", c.Name, "pids", "*.pid"))
+	var comps []component
+	for _, pidFile := range pids {
+		info, err := os.Stat(pidFile)
+		if err != nil {
+			continue
+		}
+		pid, err := readPid(pidFile)
+		if err != nil { // being written
+			continue
+		}
+		comps = append(comps, component{
+			name:    strings.TrimSuffix(filepath.Base(pidFile), ".pid"),
+			running: syscall.Kill(pid, 0) == nil,
+			started: info.ModTime(),
+		})
+	}
+	return comps
 }
 
 // keepLogs moves the run's logs (the processes' and each cluster's

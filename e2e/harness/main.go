@@ -20,25 +20,35 @@ type Setup func(run, start context.Context, env *Env) (after func(), err error)
 // Main is a package's TestMain body: it makes the run's Env, runs setup,
 // the tests, and then deletes every cluster, also when setup fails.
 func Main(m *testing.M, setup Setup) int {
-	run, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	env, err := NewEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer env.Close()
+	return env.runTests(m.Run, setup)
+}
+
+// runTests is Main's body on a made Env: setup, then the tests, then the
+// checks of the bed they ran on.
+func (e *Env) runTests(tests func() int, setup Setup) int {
+	run, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	start, done := context.WithTimeout(run, SetupTimeout)
-	after, err := setup(run, start, env)
+	after, err := setup(run, start, e)
 	done()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
+		// A cluster that never became ready is traced from its
+		// components' logs, as a failed test is.
+		e.reportStoppedComponents()
+		e.keepLogs()
 		return 1
 	}
-	code := m.Run()
+	code := tests()
 	if code != 0 {
-		env.reportStoppedComponents()
-		env.keepLogs()
+		e.reportStoppedComponents()
+		e.keepLogs()
 	}
 	cancel()
 	if after != nil {
@@ -46,10 +56,10 @@ func Main(m *testing.M, setup Setup) int {
 	}
 	// A stand-in or component that went wrong fails the run, even when the
 	// tests passed: what they proved was proven on a broken bed.
-	if err := env.Failures(); err != nil {
+	if err := e.Failures(); err != nil {
 		fmt.Fprintln(os.Stderr, "test bed:", err)
 		if code == 0 {
-			env.keepLogs()
+			e.keepLogs()
 		}
 		return 1
 	}
