@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -211,9 +210,9 @@ var componentSettle = 30 * time.Second
 // waitServing waits up to limit until the cluster serves: the default
 // service account exists (pods in "default" need it) and every component
 // runs and has run for componentSettle. A component that exited is started
-// again once the API server is ready, as a kubelet restarts a static pod
-// (before that it would only exit again); `kwokctl start cluster` starts only
-// the components that are not running.
+// again, as a kubelet restarts a static pod: etcd and the API server at once,
+// the others once the API server is ready (before that they would only exit
+// again); `kwokctl start cluster` starts only the components not running.
 func (c *Cluster) waitServing(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -233,18 +232,24 @@ func (c *Cluster) waitServing(ctx context.Context, limit time.Duration) error {
 // serving is nil when c serves (see waitServing), or says what it waits for.
 func (c *Cluster) serving(ctx context.Context) error {
 	var exited []string
-	youngest := time.Duration(math.MaxInt64)
+	var newest time.Time
+	waitsForAPIServer := false
 	for _, comp := range c.env.components(c) {
 		if !comp.running {
 			exited = append(exited, comp.name)
+			waitsForAPIServer = waitsForAPIServer || (comp.name != "etcd" && comp.name != "kube-apiserver")
 		}
-		youngest = min(youngest, time.Since(comp.started))
+		if comp.started.After(newest) {
+			newest = comp.started
+		}
 	}
 	if len(exited) > 0 {
-		if !c.ready(ctx) {
+		// etcd and the API server start at once; the others only once the
+		// API server is ready, or they give up again.
+		if waitsForAPIServer && !slices.Contains(exited, "kube-apiserver") && !c.ready(ctx) {
 			return fmt.Errorf("%s exited; the API server is not ready to start it again", strings.Join(exited, ", "))
 		}
-		fmt.Fprintf(os.Stderr, "cluster %s: %s exited before the API server was ready; starting it again\n", c.Name, strings.Join(exited, ", "))
+		fmt.Fprintf(os.Stderr, "cluster %s: %s exited; starting it again\n", c.Name, strings.Join(exited, ", "))
 		if err := c.env.run(ctx, c.Name, "start", "cluster", "--name", c.Name); err != nil {
 			return err
 		}
@@ -253,8 +258,8 @@ func (c *Cluster) serving(ctx context.Context) error {
 	if _, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions); err != nil {
 		return err
 	}
-	if youngest < componentSettle {
-		return fmt.Errorf("a component started %s ago", youngest.Round(time.Second))
+	if since := time.Since(newest); since < componentSettle {
+		return fmt.Errorf("a component started %s ago", since.Round(time.Second))
 	}
 	return nil
 }
