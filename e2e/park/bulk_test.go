@@ -110,7 +110,7 @@ func TestBulkParkAndResume(t *testing.T) {
 			}
 			// The simulated workload API server serves no CSRs: that phase
 			// only says so.
-			assert.Check(t, is.Regexp(regexp.QuoteMeta("control plane available=Done machines running=Done nodes Ready=Done health checks passed=Done pending CSRs listed=")+`(Done|NotChecked)$`, strings.Join(phases, " ")), item.Metadata.Name)
+			assert.Check(t, is.Regexp(regexp.QuoteMeta("control plane available=Done machines running=Done nodes Ready=Done health checks passed=Done pools ready=Done pending CSRs listed=")+`(Done|NotChecked)$`, strings.Join(phases, " ")), item.Metadata.Name)
 		}
 		assert.Equal(t, runningWorkers(t, namespace, "bulk-c"), 1)
 	})

@@ -274,6 +274,8 @@ func TestResumePhases(t *testing.T) {
 	}
 	ready := []corev1.Node{node("w-1", corev1.ConditionTrue), node("w-2", corev1.ConditionTrue)}
 	pending := []certificatesv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-w-2"}}}
+	healthy := checkedPart{seen: true, done: true, detail: "every health check counts the workers healthy"}
+	poolsReady := checkedPart{seen: true, done: true, detail: "every pool counts its workers ready"}
 
 	cases := []struct {
 		name  string
@@ -298,15 +300,19 @@ func TestResumePhases(t *testing.T) {
 		}, true},
 		{"nodes Ready, the health checks not agreeing yet", resumeView{
 			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDetail: "MachineHealthCheck app-md-0: 1 of 2 worker(s) healthy",
+			nodesSeen: true, nodes: ready, health: checkedPart{seen: true, detail: "MachineHealthCheck app-md-0: 1 of 2 worker(s) healthy"},
+		}, true},
+		{"health checks passed, a pool's status behind its machines", resumeView{
+			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
+			nodesSeen: true, nodes: ready, health: healthy, pools: checkedPart{seen: true, detail: "waiting for the pools to count their workers ready (md-0: 0/2 ready, 2 up to date)"},
 		}, true},
 		{"done, one CSR pending", resumeView{
 			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsSeen: true, csrs: pending,
+			nodesSeen: true, nodes: ready, health: healthy, pools: poolsReady, csrsSeen: true, csrs: pending,
 		}, false},
 		{"done, the CSRs could not be listed", resumeView{
 			cluster: available(metav1.ConditionTrue, "", ""), desired: 2, machinesSeen: true, machines: back,
-			nodesSeen: true, nodes: ready, healthSeen: true, healthDone: true, healthDetail: "every health check counts the workers healthy", csrsError: "not listed: the server could not find the requested resource",
+			nodesSeen: true, nodes: ready, health: healthy, pools: poolsReady, csrsError: "not listed: the server could not find the requested resource",
 		}, true},
 	}
 	var out bytes.Buffer

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spokekit/spokekit/internal/api/capi"
@@ -76,24 +75,15 @@ func (ph HealthCheckPhase) String() string {
 // park status then shows agree.
 func (o *ResumeOptions) waitHealthChecked(ctx context.Context, p *Platform, workers []capi.Machine, timeout time.Duration) error {
 	lw := cli.ListWatch(p.resource(capi.MachineHealthCheckResource).Namespace(p.Namespace), "", "")
-	return cli.WaitFor(ctx, "health checks of "+o.Name, lw, &unstructured.Unstructured{}, timeout, o.progress,
-		func(objs []any) (bool, string, error) {
-			var hcs []capi.MachineHealthCheck
-			for _, obj := range objs {
-				u, ok := obj.(*unstructured.Unstructured)
-				if !ok {
-					continue
-				}
-				h, err := capi.FromUnstructured[capi.MachineHealthCheck](u)
-				if err != nil {
-					return false, "", err
-				}
-				if h.Spec.ClusterName == o.Name {
-					hcs = append(hcs, *h)
-				}
+	return waitObjects(ctx, "health checks of "+o.Name, lw, timeout, o.progress, func(all []capi.MachineHealthCheck) (bool, string) {
+		var hcs []capi.MachineHealthCheck
+		for _, h := range all {
+			if h.Spec.ClusterName == o.Name {
+				hcs = append(hcs, h)
 			}
-			ph := healthCheckPhase(hcs, workers)
-			o.view.healthSeen, o.view.healthDone, o.view.healthDetail = true, ph.done, ph.String()
-			return ph.done, ph.String(), nil
-		})
+		}
+		ph := healthCheckPhase(hcs, workers)
+		o.view.health = checkedPart{seen: true, done: ph.done, detail: ph.String()}
+		return ph.done, ph.String()
+	})
 }

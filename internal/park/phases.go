@@ -26,6 +26,10 @@ const (
 	// PhaseHealth: the MachineHealthChecks that select the workers have
 	// checked each one and count it healthy, so park status agrees.
 	PhaseHealth = "health checks passed"
+	// PhasePools: each pool's own status (its MachineDeployment or
+	// MachinePool) counts its workers ready and up to date, as park status
+	// shows them.
+	PhasePools = "pools ready"
 	// PhaseCSRs: the certificate signing requests still pending in the
 	// workload cluster are listed (reported, never approved). It only
 	// reports: a list that cannot be read does not hold the resume.
@@ -63,12 +67,28 @@ type resumeView struct {
 	nodesSeen    bool
 	// nodesError says why the workload cluster's nodes were not read.
 	nodesError string
-	// healthDone: the health checks count every worker healthy.
-	healthSeen, healthDone bool
-	healthDetail           string
-	csrs                   []certificatesv1.CertificateSigningRequest
-	csrsSeen               bool
-	csrsError              string
+	// health: the health checks count every worker healthy.
+	health checkedPart
+	// pools: every pool's status counts its workers ready.
+	pools     checkedPart
+	csrs      []certificatesv1.CertificateSigningRequest
+	csrsSeen  bool
+	csrsError string
+}
+
+// checkedPart is a phase read from the platform's own objects: whether
+// the wait has read them, whether the phase is done, and what it says.
+type checkedPart struct {
+	seen, done bool
+	detail     string
+}
+
+// show is what the part says, or unseen before the wait has read it.
+func (c checkedPart) show(unseen string) string {
+	if !c.seen {
+		return unseen
+	}
+	return c.detail
 }
 
 // resumePhases says where each named phase is, from what the wait has
@@ -116,11 +136,8 @@ func resumePhases(v resumeView) []PhaseReport {
 	}
 	add(PhaseNodes, nDone, nState, nDetail)
 
-	hDetail := "the health checks not read yet"
-	if v.healthSeen {
-		hDetail = v.healthDetail
-	}
-	add(PhaseHealth, v.healthDone, "", hDetail)
+	add(PhaseHealth, v.health.done, "", v.health.show("the health checks not read yet"))
+	add(PhasePools, v.pools.done, "", v.pools.show("the pools not read yet"))
 
 	cDone, cState, cDetail := false, "", "not listed yet"
 	switch {

@@ -173,10 +173,13 @@ func NewCmdResume(f *cli.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			order: "control plane available" (the Cluster's
 			ControlPlaneAvailable condition), "machines running" (as many
 			worker machines as the pools ask for, running with their nodes
-			joined), "nodes Ready" (in the workload cluster) and "pending CSRs
-			listed" (certificate signing requests nobody approved yet,
-			reported, never approved; a list that cannot be read does not hold
-			the resume). When --timeout runs out, it exits 4 naming the phase
+			joined), "nodes Ready" (in the workload cluster), "health checks
+			passed" (the MachineHealthChecks of the workers count them
+			healthy), "pools ready" (each pool's MachineDeployment or
+			MachinePool counts its workers ready and up to date, as park
+			status shows them) and "pending CSRs listed" (certificate signing
+			requests nobody approved yet, reported, never approved; a list
+			that cannot be read does not hold the resume). When --timeout runs out, it exits 4 naming the phase
 			the cluster is stuck in. Resuming a running cluster changes
 			nothing, so running the same command again finishes the wait.
 
@@ -319,7 +322,8 @@ func (o *ResumeOptions) wait(ctx context.Context, p *Platform, plan *ResumePlan)
 // waitResumed follows a resume through its named phases (phases.go), all
 // within the one --timeout: the control plane available, the worker
 // machines running with their nodes joined, those nodes Ready in the
-// workload cluster, and the CSRs pending there listed. It returns where
+// workload cluster, the health checks and the pools' own status counting
+// them, and the CSRs pending there listed. It returns where
 // each phase got to; a wait that ends early names the phase it stopped in.
 func (o *ResumeOptions) waitResumed(ctx context.Context, p *Platform) ([]PhaseReport, error) {
 	o.view = resumeView{}
@@ -371,6 +375,9 @@ func (o *ResumeOptions) followPhases(ctx context.Context, p *Platform) error {
 		return err
 	}
 	if err := o.waitHealthChecked(ctx, p, o.view.machines, deadline.Left()); err != nil {
+		return err
+	}
+	if err := o.waitPoolsReady(ctx, p, pools, deadline.Left()); err != nil {
 		return err
 	}
 	o.listCSRs(ctx, p, deadline.Left())
@@ -454,24 +461,33 @@ func joinedNodes(ms []capi.Machine) []string {
 	return names
 }
 
-// desiredOf adds up the workers the pools ask for. A pool left to the
-// autoscaler without a readable minimum is an error: counted as zero, the
-// wait would end before any worker is back and say they all are.
+// desiredOf adds up the workers the pools ask for.
 func desiredOf(pools []pool) (int, error) {
 	n := 0
 	for _, p := range pools {
-		if p.Replicas != nil {
-			n += int(*p.Replicas)
-			continue
+		want, err := p.desired()
+		if err != nil {
+			return 0, err
 		}
-		raw, ok := p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation]
-		lowest, err := strconv.Atoi(raw)
-		if !ok || err != nil || lowest < 0 {
-			return 0, fmt.Errorf("cannot tell how many workers pool %s asks for: it has no replicas and its %s annotation is %q, not a count", p.Name, capi.AutoscalerMinSizeAnnotation, truncate(raw))
-		}
-		n += lowest
+		n += int(want)
 	}
 	return n, nil
+}
+
+// desired is how many workers the pool asks for: its replicas, or the
+// autoscaler's minimum. A pool left to the autoscaler without a readable
+// minimum is an error: counted as zero, the wait would end before any
+// worker is back and say they all are.
+func (p pool) desired() (int32, error) {
+	if p.Replicas != nil {
+		return *p.Replicas, nil
+	}
+	raw, ok := p.Metadata.Annotations[capi.AutoscalerMinSizeAnnotation]
+	lowest, err := strconv.ParseInt(raw, 10, 32)
+	if !ok || err != nil || lowest < 0 {
+		return 0, fmt.Errorf("cannot tell how many workers pool %s asks for: it has no replicas and its %s annotation is %q, not a count", p.Name, capi.AutoscalerMinSizeAnnotation, truncate(raw))
+	}
+	return int32(lowest), nil
 }
 
 // ResumePhase is where the workers are on their way back.

@@ -262,8 +262,10 @@ type MachineSetSpec struct {
 
 // MachineSetStatus is what MachineDeployments and MachinePools report.
 type MachineSetStatus struct {
-	Replicas      *int32 `json:"replicas,omitempty"`
-	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
+	// ObservedGeneration is the generation of the spec the counts are of.
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	Replicas           *int32 `json:"replicas,omitempty"`
+	ReadyReplicas      *int32 `json:"readyReplicas,omitempty"`
 	// UpToDateReplicas counts the machines rolled out to the current spec
 	// (v1beta2; in v1beta1 under V1Beta2).
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
