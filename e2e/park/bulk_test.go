@@ -44,7 +44,7 @@ func TestBulkParkAndResume(t *testing.T) {
 			c := getCluster(t, name)
 			assert.DeepEqual(t, pools(c), []string{"md-0=0 autoscaler=.."})
 			assert.Check(t, c.Annotations[park.RecordAnnotation] != "", name)
-			assert.Equal(t, runningWorkers(t, namespace, name), 0)
+			assert.Equal(t, runningWorkers(t, name), 0)
 		}
 		// Again: nothing to change.
 		r = kubectl(t, append([]string{"park", "cluster", "-o", "json"}, sel...)...)
@@ -81,9 +81,9 @@ func TestBulkParkAndResume(t *testing.T) {
 		assert.Check(t, is.Contains(r.Stderr, `cluster bulk-c stuck in phase "machines running"`), r)
 		assert.Check(t, is.Contains(r.Stderr, "1 of 3 cluster(s) not done: "+namespace+`/bulk-c (TimedOut in phase machines running)`), r)
 		for _, name := range names[:2] {
-			assert.Equal(t, runningWorkers(t, namespace, name), 1, name)
+			assert.Equal(t, runningWorkers(t, name), 1, name)
 		}
-		assert.Equal(t, runningWorkers(t, namespace, "bulk-c"), 0)
+		assert.Equal(t, runningWorkers(t, "bulk-c"), 0)
 		// The pools of all three are restored: only the wait ran out.
 		assert.DeepEqual(t, pools(getCluster(t, "bulk-c")), []string{"md-0=1 autoscaler=.."})
 	})
@@ -112,6 +112,6 @@ func TestBulkParkAndResume(t *testing.T) {
 			// only says so.
 			assert.Check(t, is.Regexp(regexp.QuoteMeta("control plane available=Done machines running=Done nodes Ready=Done health checks passed=Done pools ready=Done pending CSRs listed=")+`(Done|NotChecked)$`, strings.Join(phases, " ")), item.Metadata.Name)
 		}
-		assert.Equal(t, runningWorkers(t, namespace, "bulk-c"), 1)
+		assert.Equal(t, runningWorkers(t, "bulk-c"), 1)
 	})
 }

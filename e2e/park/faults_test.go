@@ -44,7 +44,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "nothing written again")
 	after := getCluster(t, "fault-park")
 	assert.Equal(t, after.Annotations[park.RecordAnnotation], record, "the first record is kept")
-	assert.Equal(t, runningWorkers(t, namespace, "fault-park"), 0)
+	assert.Equal(t, runningWorkers(t, "fault-park"), 0)
 }
 
 // The workload cluster's API server does not answer the plugin (Cluster API

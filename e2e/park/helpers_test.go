@@ -50,17 +50,29 @@ func getCluster(t *testing.T, name string) *capiapi.Cluster {
 // clusterMachines lists the cluster's Machines within cx.
 func clusterMachines(cx context.Context, t *testing.T, ns, name string) []unstructured.Unstructured {
 	t.Helper()
-	l, err := platform.Dynamic.Resource(machines).Namespace(ns).List(cx, metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=" + name})
+	l, err := listMachines(cx, ns, name)
 	assert.NilError(t, err)
-	return l.Items
+	return l
+}
+
+func listMachines(cx context.Context, ns, name string) ([]unstructured.Unstructured, error) {
+	l, err := platform.Dynamic.Resource(machines).Namespace(ns).List(cx, metav1.ListOptions{LabelSelector: capiapi.ClusterNameLabel + "=" + name})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
 }
 
 // runningWorkerMachines lists the cluster's Running worker Machines: those a
 // MachineSet owns, as Cluster API makes them, and not being deleted.
 func runningWorkerMachines(cx context.Context, t *testing.T, ns, name string) []unstructured.Unstructured {
 	t.Helper()
+	return runningWorkerMachinesOf(clusterMachines(cx, t, ns, name))
+}
+
+func runningWorkerMachinesOf(ms []unstructured.Unstructured) []unstructured.Unstructured {
 	var running []unstructured.Unstructured
-	for _, m := range clusterMachines(cx, t, ns, name) {
+	for _, m := range ms {
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		if phase == capiapi.MachinePhaseRunning && m.GetDeletionTimestamp() == nil && ownedBy(m, "MachineSet") {
 			running = append(running, m)
@@ -69,9 +81,10 @@ func runningWorkerMachines(cx context.Context, t *testing.T, ns, name string) []
 	return running
 }
 
-func runningWorkers(t *testing.T, ns, name string) int {
+// runningWorkers counts the Running workers of a cluster of namespace.
+func runningWorkers(t *testing.T, name string) int {
 	t.Helper()
-	return len(runningWorkerMachines(ctx(t), t, ns, name))
+	return len(runningWorkerMachines(ctx(t), t, namespace, name))
 }
 
 func ownedBy(m unstructured.Unstructured, kind string) bool {
@@ -83,12 +96,51 @@ func ownedBy(m unstructured.Unstructured, kind string) bool {
 	return false
 }
 
+// setupBound bounds a test's wait for a cluster it made to come up, before
+// it runs any plugin: a condition, not a measure, so it is generous. On a
+// loaded 2-core machine Cluster API took 3 minutes to make one control
+// plane available (its cluster cache retries a workload cluster it cannot
+// reach yet every 30 s), and more than 5 to run two workers.
+const setupBound = 12 * time.Minute
+
+// waitRunningWorkers waits, within setupBound, until the cluster has want
+// Running workers. A list that fails (a stalled API server) is tried again.
 func waitRunningWorkers(t *testing.T, ns, name string, want int) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx(t), time.Second, 5*time.Minute, true, func(cx context.Context) (bool, error) {
-		return len(runningWorkerMachines(cx, t, ns, name)) == want, nil
+	have := 0
+	err := wait.PollUntilContextTimeout(harness.Context(t, setupBound), time.Second, setupBound, true, func(cx context.Context) (bool, error) {
+		ms, err := listMachines(cx, ns, name)
+		if err != nil {
+			return false, nil
+		}
+		have = len(runningWorkerMachinesOf(ms))
+		return have == want, nil
 	})
-	assert.NilError(t, err, "waiting for %d running workers of %s (have %d)", want, name, runningWorkers(t, ns, name))
+	assert.NilError(t, err, "waiting for %d running workers of %s (have %d)", want, name, have)
+}
+
+// waitControlPlaneAvailable waits, within setupBound, until the Cluster
+// says its control plane is available.
+func waitControlPlaneAvailable(t *testing.T, ns, name string) {
+	t.Helper()
+	state := "not read"
+	err := wait.PollUntilContextTimeout(harness.Context(t, setupBound), time.Second, setupBound, true, func(cx context.Context) (bool, error) {
+		u, err := platform.Dynamic.Resource(clusters).Namespace(ns).Get(cx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		c, err := capiapi.FromUnstructured[capiapi.Cluster](u)
+		if err != nil {
+			return false, err
+		}
+		cond := c.Status.Condition(capiapi.ClusterControlPlaneAvailableCondition)
+		if cond == nil {
+			return false, nil
+		}
+		state = string(cond.Status) + " " + cond.Reason
+		return cond.Status == metav1.ConditionTrue, nil
+	})
+	assert.NilError(t, err, "waiting for the control plane of %s to be available (last: %s)", name, state)
 }
 
 // createCluster creates a Cluster of the ClusterClass class with one

@@ -90,7 +90,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Equal(t, *rec.Pools[1].Replicas, int32(2))
 		assert.Check(t, rec.ParkedBy != "" && rec.ParkedBy != "unknown", rec.ParkedBy)
-		assert.Equal(t, runningWorkers(t, namespace, "app"), 0)
+		assert.Equal(t, runningWorkers(t, "app"), 0)
 		// The MachineSets scaled to zero deleted the Machines; the control
 		// plane's machine stays.
 		left := clusterMachines(ctx(t), t, namespace, "app")
@@ -143,7 +143,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 		assert.DeepEqual(t, pools(after), []string{"md-0=3 autoscaler=..", "md-1=2 autoscaler=..", "auto=unset autoscaler=1..5"})
 		_, recorded := after.Annotations[park.RecordAnnotation]
 		assert.Check(t, !recorded, "the record is removed")
-		assert.Equal(t, runningWorkers(t, namespace, "app"), 6)
+		assert.Equal(t, runningWorkers(t, "app"), 6)
 		// The nodes joined the workload cluster and are Ready there.
 		// (The simulated API server serves no table columns: read the condition.)
 		nodes := workload(t, workloadKubeconfig(t, "app"), "get", "nodes",
@@ -288,6 +288,9 @@ func TestRefusalsChangeNothing(t *testing.T) {
 	}
 
 	t.Run("a cluster parked by hand resumes with --replicas", func(t *testing.T) {
+		// The cluster's first start is not what the test measures: the
+		// --timeout below is for the workers.
+		waitControlPlaneAvailable(t, namespace, "hand")
 		// The change is made, the wait runs out at once: exit 4.
 		r := kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "1ms")
 		assert.Equal(t, r.ExitCode, 4, r)
@@ -296,6 +299,6 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		r = kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "4m")
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.DeepEqual(t, pools(getCluster(t, "hand")), []string{"md-0=1 autoscaler=..", "md-1=1 autoscaler=.."})
-		assert.Equal(t, runningWorkers(t, namespace, "hand"), 2)
+		assert.Equal(t, runningWorkers(t, "hand"), 2)
 	})
 }
