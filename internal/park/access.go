@@ -29,8 +29,11 @@ func changeAccess(namespace, cluster string, wait bool) []authz.Permission {
 		for _, verb := range []string{"list", "watch"} {
 			needs = append(needs, authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineResource, Namespace: namespace},
 				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace},
-				// resume --wait: the health checks of the workers back.
-				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace})
+				// resume --wait: the health checks of the workers back, and
+				// the pools' own counts of them.
+				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace},
+				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineDeploymentResource, Namespace: namespace},
+				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachinePoolResource, Namespace: namespace})
 		}
 	}
 	return needs
