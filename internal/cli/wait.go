@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -41,7 +43,9 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 	}
 	wctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
-	_, err := watchtools.UntilWithSync(wctx, lw, example,
+	rctx, refuse := context.WithCancelCause(wctx)
+	defer refuse(nil)
+	_, err := watchtools.UntilWithSync(rctx, refusable{cache.ToListerWatcherWithContext(lw), lw, refuse}, example,
 		func(s cache.Store) (bool, error) { store = s; return eval() },
 		func(watch.Event) (bool, error) { return eval() })
 	if err == nil {
@@ -53,6 +57,10 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		p.Done("%s: stopped waiting", what)
 		return fmt.Errorf("stopped waiting for %s; last state: %s: %w", what, last, context.Cause(ctx))
 	}
+	if cause := context.Cause(rctx); denied(cause) {
+		p.Done("%s: cannot follow", what)
+		return fmt.Errorf("cannot follow %s (last state: %s): %w", what, last, cause)
+	}
 	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
 		// A wait that had what a deadline left (cli.Deadline) says it as the
 		// user gave it: 15s, not 14.999995361s.
@@ -61,6 +69,54 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s", shown, what, last))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
+}
+
+// refusable passes a wait's list and watch requests through and ends the
+// wait at the first one the server denies: the reflector would retry it,
+// logging each try, until --timeout, and then exit 4 says that running the
+// command again would finish it, which it would not.
+type refusable struct {
+	cache.ListerWatcherWithContext
+	lw   cache.ListerWatcher
+	stop context.CancelCauseFunc
+}
+
+func (r refusable) List(o metav1.ListOptions) (runtime.Object, error) {
+	return r.ListWithContext(context.Background(), o)
+}
+
+func (r refusable) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return r.WatchWithContext(context.Background(), o)
+}
+
+func (r refusable) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := r.ListerWatcherWithContext.ListWithContext(ctx, o)
+	r.check(err)
+	return obj, err
+}
+
+func (r refusable) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, o)
+	r.check(err)
+	return w, err
+}
+
+// IsWatchListSemanticsUnSupported keeps what the wrapped source says to the
+// reflector (a fake in a test cannot stream a watch list).
+func (r refusable) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+}
+
+func (r refusable) check(err error) {
+	if denied(err) {
+		r.stop(err)
+	}
+}
+
+// denied is a request the server will refuse again however often it is
+// tried: the user lacks the permission, or is not who the server knows.
+func denied(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
 // ListWatch lists and watches the objects of ri that match the field and

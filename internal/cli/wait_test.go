@@ -10,8 +10,10 @@ import (
 
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -79,6 +81,48 @@ func TestWaitForPassesCheckErrors(t *testing.T) {
 	})
 	assert.ErrorContains(t, err, "Compute Pool")
 	assert.Equal(t, exitcode.Of(err), exitcode.Failed)
+}
+
+// A list or watch the server denies ends the wait at once, as a failure
+// (exit 1), naming the denial: the reflector would retry it until
+// --timeout, and exit 4 would say that running the command again finishes
+// the wait. (A CI run's resume --wait, as a user whose role lacked watch
+// on MachineDeployments, logged the denial and timed out.)
+func TestWaitForEndsAtADeniedListOrWatch(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "cluster.x-k8s.io", Resource: "machinedeployments"}, "", errors.New("cannot watch"))
+	unauthorized := apierrors.NewUnauthorized("token expired")
+	for _, tc := range []struct {
+		name        string
+		list, watch error
+		want        string
+	}{
+		{"watch forbidden", nil, forbidden, "machinedeployments.cluster.x-k8s.io is forbidden"},
+		{"list forbidden", forbidden, nil, "machinedeployments.cluster.x-k8s.io is forbidden"},
+		{"list unauthorized", unauthorized, nil, "token expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := plainListWatch{&cache.ListWatch{
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+					if tc.list != nil {
+						return nil, tc.list
+					}
+					return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []corev1.ConfigMap{*cm("Joining", "1")}}, nil
+				},
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+					if tc.watch != nil {
+						return nil, tc.watch
+					}
+					return watch.NewFake(), nil
+				},
+			}}
+			var buf bytes.Buffer
+			err := WaitFor(context.Background(), "pools of app", lw, &corev1.ConfigMap{}, 20*time.Second, NewProgress(&buf), phaseCheck("Ready"))
+			assert.Equal(t, exitcode.Of(err), exitcode.Failed, "%v", err)
+			assert.ErrorContains(t, err, "cannot follow pools of app")
+			assert.ErrorContains(t, err, tc.want)
+			assert.Check(t, bytes.Contains(buf.Bytes(), []byte("pools of app: cannot follow\n")), buf.String())
+		})
+	}
 }
 
 func TestDeadlineSharedBySteps(t *testing.T) {
