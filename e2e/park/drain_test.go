@@ -117,7 +117,7 @@ func TestParkWaitNamesTheBudgetThatHoldsTheDrain(t *testing.T) {
 
 	t.Run("once the budget allows it, the drain and the park finish", func(t *testing.T) {
 		assert.NilError(t, kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx(t), "db", metav1.DeleteOptions{}))
-		r := kubectl(t, "park", "cluster", "drained", "-n", namespace, "--wait", "--timeout", "4m")
+		r := kubectl(t, "park", "cluster", "drained", "-n", namespace, "--wait", "--timeout", finishBound)
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Check(t, is.Contains(r.Stderr, "already parked"), r)
 		for _, want := range []string{"1 PersistentVolumeClaim(s)", "default/data 5Gi", "control plane: 2 pod(s)"} {

@@ -58,13 +58,13 @@ func TestFaultResumeWaitCannotReachTheWorkloadCluster(t *testing.T) {
 		"{class: default-worker, name: md-0, replicas: 2}",
 		"{class: default-worker, name: md-1, replicas: 1}")
 	waitRunningWorkers(t, namespace, "fault-resume", 3)
-	r := kubectl(t, "park", "cluster", "fault-resume", "-n", namespace, "--wait", "--timeout", "3m")
+	r := kubectl(t, "park", "cluster", "fault-resume", "-n", namespace, "--wait", "--timeout", finishBound)
 	assert.Equal(t, r.ExitCode, 0, r)
 
 	proxy, err := clusterAPI.WorkloadThroughProxy(ctx(t), namespace, "fault-resume")
 	assert.NilError(t, err)
 	fault := proxy.Inject(&harness.Fault{UserAgent: "kubectl-park/", Times: -1, Action: harness.Unavailable})
-	args := []string{"park", "resume", "fault-resume", "-n", namespace, "--wait", "--timeout", "3m"}
+	args := []string{"park", "resume", "fault-resume", "-n", namespace, "--wait", "--timeout", finishBound}
 	before := parkWrites(t, namespace, "fault-resume")
 	r = kubectl(t, args...)
 	assert.Equal(t, r.ExitCode, 4, r)

@@ -103,6 +103,13 @@ func ownedBy(m unstructured.Unstructured, kind string) bool {
 // reach yet every 30 s), and more than 5 to run two workers.
 const setupBound = 12 * time.Minute
 
+// finishBound is the --timeout of a wait the test expects to finish
+// (exit 0, or an exit that comes from a check, not from the clock). Only a
+// failing run waits it out, so it is generous: in a CI run on a loaded
+// 2-core machine, bringing back six workers took more than 4 minutes, and
+// a health check replaced a machine that was slow to report.
+const finishBound = "10m"
+
 // waitRunningWorkers waits, within setupBound, until the cluster has want
 // Running workers. A list that fails (a stalled API server) is tried again.
 func waitRunningWorkers(t *testing.T, ns, name string, want int) {

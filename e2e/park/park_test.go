@@ -80,7 +80,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 	t.Run("park writes the Cluster once; Cluster API scales every pool to zero", func(t *testing.T) {
 		before := parkWrites(t, namespace, "app")
 		machinesBefore := clusterMachines(ctx(t), t, namespace, "app")
-		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--wait", "--timeout", "4m")
+		r := kubectl(t, "park", "cluster", "app", "-n", namespace, "--wait", "--timeout", finishBound)
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write to the Cluster, counted by the API server")
 		after := getCluster(t, "app")
@@ -133,7 +133,7 @@ func TestParkAndResumeThreePools(t *testing.T) {
 
 	t.Run("resume restores exactly what was recorded, through the real controllers", func(t *testing.T) {
 		before := parkWrites(t, namespace, "app")
-		r := kubectl(t, "park", "resume", "app", "-n", namespace, "--wait", "--timeout", "4m")
+		r := kubectl(t, "park", "resume", "app", "-n", namespace, "--wait", "--timeout", finishBound)
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.Equal(t, parkWrites(t, namespace, "app"), before+1, "one write")
 		assert.Check(t, is.Contains(r.Stderr, "machines provisioning"), r)
@@ -296,7 +296,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 4, r)
 		assert.Check(t, is.Contains(r.Stderr, "timed out"), r)
 		// Running it again finishes the job.
-		r = kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", "4m")
+		r = kubectl(t, "park", "resume", "hand", "-n", namespace, "--replicas", "1", "--wait", "--timeout", finishBound)
 		assert.Equal(t, r.ExitCode, 0, r)
 		assert.DeepEqual(t, pools(getCluster(t, "hand")), []string{"md-0=1 autoscaler=..", "md-1=1 autoscaler=.."})
 		assert.Equal(t, runningWorkers(t, "hand"), 2)

@@ -93,10 +93,10 @@ subjects:
 	assert.Check(t, is.Contains(r.Stdout, "not available: not checked: no kubeconfig for the cluster"), r)
 
 	for _, args := range [][]string{
-		{"park", "cluster", "least", "--wait", "--timeout", "3m", "--cluster-kubeconfig", own},
+		{"park", "cluster", "least", "--wait", "--timeout", finishBound, "--cluster-kubeconfig", own},
 		{"park", "list", "-A"},
 		{"park", "status", "least", "--cluster-kubeconfig", own},
-		{"park", "resume", "least", "--wait", "--timeout", "3m", "--cluster-kubeconfig", own},
+		{"park", "resume", "least", "--wait", "--timeout", finishBound, "--cluster-kubeconfig", own},
 	} {
 		r := run(args...)
 		assert.Equal(t, r.ExitCode, 0, "%v: %s", args, r)
