@@ -22,7 +22,7 @@ import (
 // a Deployment still gets its ReplicaSet (controller manager), its pod a
 // node (scheduler), and the pod turns Ready (kwok).
 func TestControlPlaneOutlivesAStalledAPIServer(t *testing.T) {
-	ctx := harness.Context(t, 3*time.Minute)
+	ctx := harness.Context(t, 8*time.Minute)
 	kube := spoke.Kube
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "stall-node", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
 	_, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -56,7 +56,12 @@ func TestControlPlaneOutlivesAStalledAPIServer(t *testing.T) {
 	t.Cleanup(func() {
 		_ = kube.AppsV1().Deployments("default").Delete(context.Background(), deploy.Name, metav1.DeleteOptions{})
 	})
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Generous: after the stall the ReplicaSet controller's cache may lag
+	// what it wrote ("read version ... is not as new as written version"),
+	// and each failed sync backs off exponentially; in one CI run on a
+	// loaded machine 2 minutes were not enough. A controller manager that is
+	// gone never makes the pod Ready however long the wait.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := kube.AppsV1().Deployments("default").Get(ctx, deploy.Name, metav1.GetOptions{})
 		return err == nil && d.Status.ReadyReplicas == 1, nil
 	})

@@ -38,7 +38,7 @@ func TestFaultParkWaitLosesThePlatform(t *testing.T) {
 	record := parked.Annotations[park.RecordAnnotation]
 	assert.Check(t, record != "")
 
-	r = kubectl(t, append(args[:len(args)-1], "3m")...)
+	r = kubectl(t, append(args[:len(args)-1], finishBound)...)
 	assert.Equal(t, r.ExitCode, 0, r)
 	assert.Check(t, is.Contains(r.Stderr, "already parked"), r)
 	assert.Equal(t, parkWrites(t, namespace, "fault-park"), before+1, "nothing written again")

@@ -68,7 +68,7 @@ subjects:
 	r := harness.Kubectl(t, admin, "patch", "clusterclass", "least-class", "-n", namespace, "--type", "merge", "-p",
 		`{"spec":{"variables":[{"name":"imageRepository","required":false,"schema":{"openAPIV3Schema":{"type":"string"}}}]}}`)
 	assert.Equal(t, r.ExitCode, 0, r)
-	r = harness.Kubectl(t, admin, "wait", "clusterclass", "least-class", "-n", namespace, "--timeout", "1m",
+	r = harness.Kubectl(t, admin, "wait", "clusterclass", "least-class", "-n", namespace, "--timeout", finishBound,
 		"--for", "jsonpath={.status.variables[0].name}=imageRepository")
 	assert.Equal(t, r.ExitCode, 0, r)
 	createCluster(t, namespace, "least", "least-class", "{class: default-worker, name: md-0, replicas: 2}")
