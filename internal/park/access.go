@@ -21,25 +21,31 @@ func (p *Platform) clusterAccessHint(ctx context.Context, cluster string) string
 		cli.SecretGrant("spokekit-park", p.Namespace, capi.KubeconfigSecretName(cluster), []string{"get"}, cli.UserName(ctx, p.Kube.AuthenticationV1())))
 }
 
-// changeAccess is what park cluster and resume check before the patch: patch
-// the Cluster and, with --wait, follow its Machines and the Cluster.
-func changeAccess(namespace, cluster string, wait bool) []authz.Permission {
+// The platform resources each command's --wait lists and watches: park
+// follows the machines going and the Cluster; resume also the health
+// checks and the pools' own counts of the workers back (phases.go).
+var (
+	parkFollows   = []string{capi.MachineResource, capi.ClusterResource}
+	resumeFollows = []string{capi.MachineResource, capi.ClusterResource, capi.MachineHealthCheckResource, capi.MachineDeploymentResource, capi.MachinePoolResource}
+)
+
+// changeAccess is what park cluster and resume check before the patch:
+// patch the Cluster and, with --wait, list and watch what the wait follows.
+func changeAccess(namespace, cluster string, follows []string) []authz.Permission {
 	needs := []authz.Permission{{Verb: "patch", Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace, Name: cluster}}
-	if wait {
+	for _, resource := range follows {
 		for _, verb := range []string{"list", "watch"} {
-			needs = append(needs, authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineResource, Namespace: namespace},
-				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.ClusterResource, Namespace: namespace},
-				// resume --wait: the health checks of the workers back, and
-				// the pools' own counts of them.
-				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineHealthCheckResource, Namespace: namespace},
-				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachineDeploymentResource, Namespace: namespace},
-				authz.Permission{Verb: verb, Group: capi.Group, Resource: capi.MachinePoolResource, Namespace: namespace})
+			needs = append(needs, authz.Permission{Verb: verb, Group: capi.Group, Resource: resource, Namespace: namespace})
 		}
 	}
 	return needs
 }
 
-// preflight checks changeAccess before the patch.
-func (p *Platform) preflight(ctx context.Context, cluster string, dryRun cli.DryRun, wait bool) error {
-	return cli.Preflight(ctx, p.Kube.AuthorizationV1(), dryRun, RBACManifest, changeAccess(p.Namespace, cluster, wait && dryRun == cli.DryRunNone))
+// preflight checks changeAccess before the patch; a dry run waits for
+// nothing, so it needs only the patch.
+func (p *Platform) preflight(ctx context.Context, cluster string, dryRun cli.DryRun, wait bool, follows []string) error {
+	if !wait || dryRun != cli.DryRunNone {
+		follows = nil
+	}
+	return cli.Preflight(ctx, p.Kube.AuthorizationV1(), dryRun, RBACManifest, changeAccess(p.Namespace, cluster, follows))
 }

@@ -30,7 +30,7 @@ func TestRoleGrantsWhatTheCommandsNeedAndNoMore(t *testing.T) {
 	capiRead := func(verb, resource string) authz.Permission {
 		return authz.Permission{Verb: verb, Group: capi.Group, Resource: resource, Namespace: ns}
 	}
-	needs := slices.Concat(changeAccess(ns, "app", true), []authz.Permission{
+	needs := slices.Concat(changeAccess(ns, "app", resumeFollows), []authz.Permission{
 		// What the commands read (platform.go, class.go, status.go).
 		capiRead("get", capi.ClusterResource),
 		capiRead("list", capi.ClusterResource),
@@ -69,5 +69,22 @@ func TestKubeconfigSecretIsTheOptIn(t *testing.T) {
 	assert.NilError(t, err)
 	for _, line := range strings.Split(cli.SecretGrant("spokekit-park", "dynamo-prod", secret.Name, []string{secret.Verb}, "alice"), "\n") {
 		assert.Check(t, strings.Contains(string(data), "#     "+strings.TrimSpace(line)+"\n"), "rbac.yaml does not show: %s", line)
+	}
+}
+
+// park cluster --wait follows the machines and the Cluster: its pre-check
+// asks for nothing that only resume's wait watches (before, one list for
+// both refused a role made for park alone).
+func TestParkChecksOnlyWhatItsWaitFollows(t *testing.T) {
+	var parkNeeds, resumeNeeds []string
+	for _, a := range changeAccess("dynamo-prod", "app", parkFollows) {
+		parkNeeds = append(parkNeeds, a.Verb+" "+a.Resource)
+	}
+	for _, a := range changeAccess("dynamo-prod", "app", resumeFollows) {
+		resumeNeeds = append(resumeNeeds, a.Verb+" "+a.Resource)
+	}
+	assert.DeepEqual(t, parkNeeds, []string{"patch clusters", "list machines", "watch machines", "list clusters", "watch clusters"})
+	for _, want := range []string{"watch machinehealthchecks", "watch machinedeployments", "watch machinepools"} {
+		assert.Check(t, slices.Contains(resumeNeeds, want), "resume --wait checks %s", want)
 	}
 }

@@ -402,7 +402,7 @@ func nonNil(changes []PoolChange) []PoolChange {
 // wait reads only the platform (no survivors), so it needs no way into
 // the workload cluster.
 func (o *ParkOptions) planOne(ctx context.Context, p *Platform, c *capi.Cluster) ([]PoolChange, error) {
-	if err := p.preflight(ctx, c.Name, o.DryRun, o.Wait); err != nil {
+	if err := p.preflight(ctx, c.Name, o.DryRun, o.Wait, parkFollows); err != nil {
 		return nil, err
 	}
 	plan, err := o.plan(ctx, p, c, o.by)

@@ -202,7 +202,7 @@ func (o *ParkOptions) Run(ctx context.Context) error {
 }
 
 func (o *ParkOptions) park(ctx context.Context, p *Platform) error {
-	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait, parkFollows); err != nil {
 		return err
 	}
 	var before []capi.Machine

@@ -271,7 +271,7 @@ func (o *ResumeOptions) resume(ctx context.Context, p *Platform) error {
 // check is what resume checks before it plans: the user may patch the
 // Cluster (and follow it), and --wait has a way into the workload cluster.
 func (o *ResumeOptions) check(ctx context.Context, p *Platform) error {
-	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait); err != nil {
+	if err := p.preflight(ctx, o.Name, o.DryRun, o.Wait, resumeFollows); err != nil {
 		return err
 	}
 	if o.Wait && o.DryRun == cli.DryRunNone {
