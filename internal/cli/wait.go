@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,23 +32,23 @@ type Check func(objs []any) (done bool, state string, err error)
 // also naming it.
 func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example runtime.Object, timeout time.Duration, p *Progress, check Check) error {
 	var store cache.Store
-	last := "nothing observed yet"
+	st := &waitState{what: what, last: "nothing observed yet", p: p}
 	eval := func() (bool, error) {
 		done, state, err := check(store.List())
 		if err != nil {
 			return false, err
 		}
-		last = state
-		p.Update("%s: %s", what, state)
+		st.observed(state)
 		return done, nil
 	}
 	wctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
 	rctx, refuse := context.WithCancelCause(wctx)
 	defer refuse(nil)
-	_, err := watchtools.UntilWithSync(rctx, refusable{cache.ToListerWatcherWithContext(lw), lw, refuse}, example,
+	_, err := watchtools.UntilWithSync(rctx, refusable{cache.ToListerWatcherWithContext(lw), lw, refuse, st}, example,
 		func(s cache.Store) (bool, error) { store = s; return eval() },
 		func(watch.Event) (bool, error) { return eval() })
+	last := st.lastState()
 	if err == nil {
 		p.Done("%s: %s", what, last)
 		return nil
@@ -66,9 +67,71 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		// user gave it: 15s, not 14.999995361s.
 		shown := timeout.Round(100 * time.Millisecond)
 		p.Done("%s: gave up after %s", what, shown)
-		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s", shown, what, last))
+		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s%s", shown, what, last, st.lastFailure()))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
+}
+
+// waitState is what a wait has seen, shared by the check (the wait's
+// goroutine) and the list and watch requests (the reflector's): the last
+// state the check named, and the last request that failed since one
+// succeeded. The reflector retries such a request (an overloaded server's
+// handler timeout, a refused connection) without a word; the user sees why
+// the state does not move, and the timeout names it.
+type waitState struct {
+	what string
+	p    *Progress
+
+	mu     sync.Mutex
+	last   string
+	failed string
+	err    error
+}
+
+func (s *waitState) observed(state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = state
+	s.show()
+}
+
+// request records how a list or watch ended; nil clears the failure.
+func (s *waitState) request(verb string, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the wait is ending: not the server's answer
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed, s.err = verb, err
+	if err == nil {
+		s.failed = ""
+	}
+	s.show()
+}
+
+func (s *waitState) show() {
+	if s.err != nil {
+		s.p.Update("%s: %s (%s failed, retrying: %v)", s.what, s.last, s.failed, s.err)
+		return
+	}
+	s.p.Update("%s: %s", s.what, s.last)
+}
+
+func (s *waitState) lastState() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// lastFailure is the end of a timeout's message: the request that was
+// failing when time ran out, if one was.
+func (s *waitState) lastFailure() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the last %s failed: %v", s.failed, s.err)
 }
 
 // refusable passes a wait's list and watch requests through and ends the
@@ -77,8 +140,9 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 // command again would finish it, which it would not.
 type refusable struct {
 	cache.ListerWatcherWithContext
-	lw   cache.ListerWatcher
-	stop context.CancelCauseFunc
+	lw    cache.ListerWatcher
+	stop  context.CancelCauseFunc
+	state *waitState
 }
 
 func (r refusable) List(o metav1.ListOptions) (runtime.Object, error) {
@@ -91,13 +155,13 @@ func (r refusable) Watch(o metav1.ListOptions) (watch.Interface, error) {
 
 func (r refusable) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	obj, err := r.ListerWatcherWithContext.ListWithContext(ctx, o)
-	r.check(err)
+	r.check("list", err)
 	return obj, err
 }
 
 func (r refusable) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, o)
-	r.check(err)
+	r.check("watch", err)
 	return w, err
 }
 
@@ -107,10 +171,12 @@ func (r refusable) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
 }
 
-func (r refusable) check(err error) {
+func (r refusable) check(verb string, err error) {
 	if denied(err) {
 		r.stop(err)
+		return
 	}
+	r.state.request(verb, err)
 }
 
 // denied is a request the server will refuse again however often it is

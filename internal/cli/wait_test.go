@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,4 +132,50 @@ func TestDeadlineSharedBySteps(t *testing.T) {
 	assert.Check(t, d.Left() > 59*time.Minute && d.Left() <= time.Hour)
 	spent := Deadline{end: time.Now().Add(-time.Second), timeout: time.Minute}
 	assert.Equal(t, spent.Left(), time.Nanosecond, "time is up: the next step times out at once, it does not wait forever")
+}
+
+// A list or watch that fails for another reason (an overloaded server's
+// handler timeout) is retried, and the wait says why it has seen nothing:
+// a CI run's resume --wait showed "nothing observed yet" for four minutes
+// and then timed out without naming the server's answer. A later success
+// clears it.
+func TestWaitForSaysWhyItHasSeenNothing(t *testing.T) {
+	overloaded := apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 1)
+	for _, tc := range []struct {
+		name      string
+		failLists int
+		want      []string
+		not       string
+	}{
+		{"every list fails", 1 << 30, []string{"last state: nothing observed yet", "the last list failed: Timeout: the server was unable to return a response"}, ""},
+		{"a list fails, the next succeeds", 1, []string{"last state: phase Joining"}, "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			lists := 0
+			lw := plainListWatch{&cache.ListWatch{
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					lists++
+					if lists <= tc.failLists {
+						return nil, overloaded
+					}
+					return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []corev1.ConfigMap{*cm("Joining", "1")}}, nil
+				},
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+			}}
+			var buf bytes.Buffer
+			err := WaitFor(context.Background(), "machines of app", lw, &corev1.ConfigMap{}, 3*time.Second, NewProgress(&buf), phaseCheck("Running"))
+			assert.Equal(t, exitcode.Of(err), exitcode.TimedOut, "%v", err)
+			for _, w := range tc.want {
+				assert.Check(t, strings.Contains(err.Error(), w), "%v", err)
+			}
+			if tc.not != "" {
+				assert.Check(t, !strings.Contains(err.Error(), tc.not), "%v", err)
+			} else {
+				assert.Check(t, strings.Contains(buf.String(), "machines of app: nothing observed yet (list failed, retrying: Timeout: the server was unable"), buf.String())
+			}
+		})
+	}
 }
