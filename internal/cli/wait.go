@@ -185,6 +185,73 @@ func denied(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
+// Followed is an informer whose list and watch end at the first denial
+// (see refusable): without it the reflector retries a denied request until
+// the run's context ends, which without --timeout is never.
+type Followed struct {
+	inf  cache.SharedIndexInformer
+	lost chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+// Follow guards inf; call it before inf starts.
+func Follow(inf cache.SharedIndexInformer) (*Followed, error) {
+	f := &Followed{inf: inf, lost: make(chan struct{})}
+	err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if denied(err) {
+			f.deny(err)
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("guarding an informer: %w", err)
+	}
+	return f, nil
+}
+
+func (f *Followed) deny(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+		close(f.lost)
+	}
+}
+
+// Synced waits until the informer has listed, or returns the denial of its
+// list or watch, or the cause of ctx's end.
+func (f *Followed) Synced(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.lost:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if cache.WaitForCacheSync(sctx.Done(), f.inf.HasSynced) {
+		return nil
+	}
+	if err := f.Denied(); err != nil {
+		return err
+	}
+	return context.Cause(ctx)
+}
+
+// Lost is closed when the server denies the informer's list or watch, at
+// any time: a wait on what the informer follows ends there.
+func (f *Followed) Lost() <-chan struct{} { return f.lost }
+
+// Denied is the denial Lost reports (nil before one).
+func (f *Followed) Denied() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 // ListWatch lists and watches the objects of ri that match the field and
 // label selectors ("": any), the source every wait of the plugins follows.
 func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string) cache.ListerWatcher {

@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/spokekit/spokekit/internal/cli"
+	"github.com/spokekit/spokekit/internal/exitcode"
 )
 
 // BudgetView is the one view of the cluster's PodDisruptionBudgets that all
@@ -84,9 +87,18 @@ func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetVie
 	}); err != nil {
 		return nil, err
 	}
+	followed, err := cli.Follow(inf)
+	if err != nil {
+		return nil, err
+	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("listing PodDisruptionBudgets: %w", context.Cause(ctx))
+	if err := followed.Synced(ctx); err != nil {
+		if followed.Denied() != nil {
+			// The plan and every eviction keep the budgets: unread, the
+			// drain cannot keep them.
+			return nil, exitcode.RefusedErrorf("cannot read the PodDisruptionBudgets every eviction must keep: %v; nothing was changed (the ClusterRole spokekit-fleetdrain-node of %s grants their list and watch)", err, RBACManifest)
+		}
+		return nil, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
 	return v, nil
 }

@@ -257,9 +257,16 @@ func firstOr[T any](s []T, def T) T {
 
 // nodePodWatch follows the pods of one node.
 type nodePodWatch struct {
-	store  cache.Store
-	signal *signal
-	helper *drain.Helper
+	store    cache.Store
+	signal   *signal
+	helper   *drain.Helper
+	followed *cli.Followed
+	node     string
+}
+
+// lost is the error of a wait whose pod watch the server denied mid-drain.
+func (w *nodePodWatch) lost() error {
+	return fmt.Errorf("cannot follow the pods of node %s: %w", w.node, w.followed.Denied())
 }
 
 // watchNodePods starts following the pods of node until stop is called;
@@ -275,15 +282,20 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 		factory.Shutdown()
 	}
 	inf := factory.Core().V1().Pods().Informer()
-	w = &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h}
+	followed, err := cli.Follow(inf)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	w = &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h, followed: followed, node: node}
 	if _, err := inf.AddEventHandler(w.signal.handler()); err != nil {
 		stop()
 		return nil, nil, err
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if err := followed.Synced(ctx); err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("watching the pods of node %s: %w", node, context.Cause(ctx))
+		return nil, nil, fmt.Errorf("watching the pods of node %s: %w", node, err)
 	}
 	return w, stop, nil
 }
@@ -304,6 +316,8 @@ func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 		select {
 		case <-changed:
 		case <-skipCheck:
+		case <-w.followed.Lost():
+			return w.lost()
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for pod %s to terminate: %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
 		}
@@ -324,6 +338,8 @@ func (w *nodePodWatch) waitCompleted(ctx context.Context, pod *corev1.Pod) error
 		}
 		select {
 		case <-changed:
+		case <-w.followed.Lost():
+			return w.lost()
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for pod %s to complete (Cluster API's WaitCompleted: it is never evicted): %w", namespacedName(pod.Namespace, pod.Name), context.Cause(ctx))
 		}

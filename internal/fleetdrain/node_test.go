@@ -3,6 +3,7 @@ package fleetdrain
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -17,8 +18,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -400,4 +403,46 @@ func TestNodeDrainListsInChunks(t *testing.T) {
 		}
 	}
 	assert.Equal(t, NewNodeOptions(genericiooptions.IOStreams{}).ChunkSize, cli.DefaultChunkSize)
+}
+
+// A list or watch the server denies ends the drain at once, naming the
+// denial: the informers behind the budgets and a node's pods would retry it
+// until the run's context ends, and without --timeout that is never. Before
+// any change (the budgets are read to plan) it is a refusal, exit 3, and no
+// node is cordoned; a denied pod watch after the cordon fails the node.
+func TestADeniedListOrWatchEndsTheDrainAtOnce(t *testing.T) {
+	forbidden := func(resource string) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("not in the role"))
+	}
+	web := pod("shop", "web-1", "ReplicaSet", nil)
+	web.Spec.NodeName = "a"
+
+	t.Run("budgets, before any change", func(t *testing.T) {
+		client, _ := fakeCluster(t, node("a", false, nil), &web)
+		client.PrependReactor("list", "poddisruptionbudgets", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+			return true, nil, forbidden("poddisruptionbudgets")
+		})
+		o, _, _ := nodeOptions(client, "a")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := o.drainNodes(ctx)
+		assert.Equal(t, exitcode.Of(err), exitcode.Refused, "%v", err)
+		assert.ErrorContains(t, err, "poddisruptionbudgets is forbidden")
+		assert.ErrorContains(t, err, "nothing was changed")
+		assert.Check(t, !getNode(t, client, "a").Spec.Unschedulable, "no cordon")
+	})
+
+	t.Run("a node's pods, after the cordon", func(t *testing.T) {
+		client, _ := fakeCluster(t, node("a", false, nil), &web)
+		client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			return true, nil, forbidden("pods")
+		})
+		o, out, _ := nodeOptions(client, "a")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := o.drainNodes(ctx)
+		assert.Equal(t, exitcode.Of(err), exitcode.Failed, "%v", err)
+		assert.Check(t, is.Contains(out.String(), "pods is forbidden"), out.String())
+		assert.Check(t, !strings.Contains(out.String(), "deadline"), out.String())
+	})
 }
