@@ -8,9 +8,15 @@ import (
 	"time"
 )
 
-// SetupTimeout bounds how long a package's setup may take to start its
-// clusters: generous, since a loaded 2-core machine may need a restart.
-const SetupTimeout = 10 * time.Minute
+// SetupTimeout bounds what a package or a test prepares before it runs any
+// plugin (clusters starting, a cluster a test made coming up, thousands of
+// objects): a condition, not a measure, so it is generous; only a failing
+// run waits it out. Under three e2e jobs on a slow 2-core machine, a
+// control plane needed a restart, Cluster API took more than 5 minutes to
+// run two workers of a new cluster (its cluster cache retries a workload
+// cluster it cannot reach yet every 30 s), and the hub more than 5 to
+// create 2,000 Spokes and their ManagedClusters through their webhooks.
+const SetupTimeout = 12 * time.Minute
 
 // Setup starts what a package's tests need in env. run lives until the
 // tests end (stand-ins started on it stop before the clusters go); start

@@ -96,13 +96,6 @@ func ownedBy(m unstructured.Unstructured, kind string) bool {
 	return false
 }
 
-// setupBound bounds a test's wait for a cluster it made to come up, before
-// it runs any plugin: a condition, not a measure, so it is generous. On a
-// loaded 2-core machine Cluster API took 3 minutes to make one control
-// plane available (its cluster cache retries a workload cluster it cannot
-// reach yet every 30 s), and more than 5 to run two workers.
-const setupBound = 12 * time.Minute
-
 // finishBound is the --timeout of a wait the test expects to finish
 // (exit 0, or an exit that comes from a check, not from the clock). Only a
 // failing run waits it out, so it is generous: in a CI run on a loaded
@@ -110,12 +103,12 @@ const setupBound = 12 * time.Minute
 // a health check replaced a machine that was slow to report.
 const finishBound = "10m"
 
-// waitRunningWorkers waits, within setupBound, until the cluster has want
+// waitRunningWorkers waits, within harness.SetupTimeout, until the cluster has want
 // Running workers. A list that fails (a stalled API server) is tried again.
 func waitRunningWorkers(t *testing.T, ns, name string, want int) {
 	t.Helper()
 	have := 0
-	err := wait.PollUntilContextTimeout(harness.Context(t, setupBound), time.Second, setupBound, true, func(cx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(harness.Context(t, harness.SetupTimeout), time.Second, harness.SetupTimeout, true, func(cx context.Context) (bool, error) {
 		ms, err := listMachines(cx, ns, name)
 		if err != nil {
 			return false, nil
@@ -126,12 +119,12 @@ func waitRunningWorkers(t *testing.T, ns, name string, want int) {
 	assert.NilError(t, err, "waiting for %d running workers of %s (have %d)", want, name, have)
 }
 
-// waitControlPlaneAvailable waits, within setupBound, until the Cluster
+// waitControlPlaneAvailable waits, within harness.SetupTimeout, until the Cluster
 // says its control plane is available.
 func waitControlPlaneAvailable(t *testing.T, ns, name string) {
 	t.Helper()
 	state := "not read"
-	err := wait.PollUntilContextTimeout(harness.Context(t, setupBound), time.Second, setupBound, true, func(cx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(harness.Context(t, harness.SetupTimeout), time.Second, harness.SetupTimeout, true, func(cx context.Context) (bool, error) {
 		u, err := platform.Dynamic.Resource(clusters).Namespace(ns).Get(cx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

@@ -29,7 +29,9 @@ const (
 // on this pass's hub (each FleetConfig mode has its own).
 func createManySpokes(t testing.TB) {
 	t.Helper()
-	c := ctx(t)
+	// 4,000 creates through the stand-in's and OCM's webhooks: over 5
+	// minutes in a CI run under load (a Spoke's create took 1.2 s at the median).
+	c := harness.Context(t, harness.SetupTimeout)
 	_, err := hub.Kube.CoreV1().Namespaces().Create(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manyNamespace}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		assert.NilError(t, err)
