@@ -110,6 +110,23 @@ func TestLeastPrivilegeNode(t *testing.T) {
 	assert.Equal(t, r.ExitCode, 3, r)
 	assert.Check(t, is.Contains(r.Stderr, "may not patch nodes; nothing was changed"), r)
 	assert.Check(t, !unschedulable(t, c, "least-3"))
+
+	// Budgets the user cannot read, or cannot follow while the drain waits:
+	// refused at once, before the cordon. (A denied list was retried until
+	// the run's context ended, without --timeout never; a denied watch left
+	// the drain a view of the budgets that never changed.)
+	for _, tc := range []struct{ verb, says string }{
+		{"list", "cannot read the PodDisruptionBudgets every eviction must keep"},
+		{"watch", "may not watch poddisruptionbudgets.policy; nothing was changed"},
+	} {
+		without, err := harness.WithoutVerb(roles, "resources: [poddisruptionbudgets]\n  verbs: [list, watch]", tc.verb)
+		assert.NilError(t, err)
+		assert.NilError(t, c.ApplyYAML(ctx(t, time.Minute), without))
+		assert.NilError(t, as.WaitCanI(ctx(t, time.Minute), false, tc.verb, "poddisruptionbudgets.policy"))
+		r := runAs(t, as, "fleetdrain", "node", "least-3", "--ignore-daemonsets")
+		assert.Check(t, r.ExitCode == 3 && strings.Contains(r.Stderr, tc.says), "without %s: %s", tc.verb, r)
+		assert.Check(t, !unschedulable(t, c, "least-3"), "without %s: cordoned", tc.verb)
+	}
 }
 
 // TestLeastPrivilegeCluster drains and uncordons a spoke as a ServiceAccount

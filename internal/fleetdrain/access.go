@@ -35,9 +35,14 @@ func core(verb, resource, sub, ns string) authz.Permission {
 
 // nodeAccess is what draining the planned nodes needs: cordon them, and
 // evict (or, with --disable-eviction, delete) the planned pods in their
-// namespaces while watching them go.
+// namespaces while watching them go and the budgets change. (The budgets'
+// list was proven by reading them to plan; a denied watch would leave the
+// drain a view that never changes.)
 func nodeAccess(report DrainReport, disableEviction bool) []authz.Permission {
-	needs := []authz.Permission{core("patch", "nodes", "", ""), core("watch", "pods", "", "")}
+	needs := []authz.Permission{
+		core("patch", "nodes", "", ""), core("watch", "pods", "", ""),
+		{Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
+	}
 	namespaces := sets.New[string]()
 	for _, n := range report.Items {
 		for _, p := range n.Evict {

@@ -24,9 +24,9 @@ func TestNodeAccessFollowsThePlan(t *testing.T) {
 		return out
 	}
 	assert.DeepEqual(t, describe(nodeAccess(report, false)),
-		[]string{"patch nodes", "watch pods", "create pods/eviction in namespace db", "create pods/eviction in namespace web"})
+		[]string{"patch nodes", "watch pods", "create pods/eviction in namespace db", "create pods/eviction in namespace web", "watch poddisruptionbudgets.policy"})
 	assert.DeepEqual(t, describe(nodeAccess(report, true)),
-		[]string{"patch nodes", "watch pods", "delete pods in namespace db", "delete pods in namespace web"})
+		[]string{"patch nodes", "watch pods", "delete pods in namespace db", "delete pods in namespace web", "watch poddisruptionbudgets.policy"})
 }
 
 // TestRolesGrantWhatTheCommandsNeedAndNoMore checks rbac.yaml against the
@@ -44,7 +44,6 @@ func TestRolesGrantWhatTheCommandsNeedAndNoMore(t *testing.T) {
 			// What node and uncordon node read (node.go, drain.go, budgets.go).
 			core("get", "nodes", "", ""), core("list", "nodes", "", ""), core("list", "pods", "", ""),
 			{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"},
-			{Verb: "watch", Group: "policy", Resource: "poddisruptionbudgets"},
 			{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: "web"},
 			// The mark admission-policy.yaml reads.
 			{Verb: "patch", Group: "spokekit.io", Resource: "fieldlimitednodes"},
