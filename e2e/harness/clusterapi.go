@@ -429,7 +429,8 @@ func writeYAML(path string, objs []*unstructured.Unstructured) error {
 // in-memory provider (kubeadm control plane, one worker class
 // "default-worker", DevMachines), from its module, into ns under the given
 // name, with workerAnnotations on its worker class. The simulated machines
-// start in 3 s instead of the template's 10 s, to keep runs short.
+// start in 3 s instead of the template's 10 s, to keep runs short, and the
+// class's health checks wait healthCheckPatience instead of 5 minutes.
 func (c *Cluster) InstallInMemoryClass(ctx context.Context, ns, name string, workerAnnotations map[string]string) error {
 	files, err := ModuleFiles(ctx, CAPITestModule, []string{"infrastructure/docker/templates/clusterclass-in-memory.yaml"})
 	if err != nil {
@@ -447,6 +448,9 @@ func (c *Cluster) InstallInMemoryClass(ctx context.Context, ns, name string, wor
 			if err := annotateWorkerClasses(o, workerAnnotations); err != nil {
 				return err
 			}
+			if err := slowHealthChecks(o); err != nil {
+				return err
+			}
 		case "DevMachineTemplate":
 			if err := unstructured.SetNestedField(o.Object, "3s", "spec", "template", "spec", "backend", "inMemory", "vm", "provisioning", "startupDuration"); err != nil {
 				return err
@@ -454,6 +458,67 @@ func (c *Cluster) InstallInMemoryClass(ctx context.Context, ns, name string, wor
 		}
 		if err := c.Apply(ctx, o); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// healthCheckPatience is how long the class's health checks let a node be
+// not Ready, or not seen, before its machine is replaced (upstream's
+// template: 300 s). On a starved test machine (a CI run under three e2e
+// jobs) the provider took more than 5 minutes to start a new cluster's
+// simulated API server; Cluster API could not inspect the nodes, replaced
+// every machine at 5 minutes, control plane included, and the clusters
+// never came up in 12. The checks stay (resume --wait follows them; a pool
+// that sets its own, as TestStatusFromTheRealHealthCheck's, keeps it); only
+// their patience outlasts the machine's load.
+const healthCheckPatience = int64(15 * 60)
+
+// slowHealthChecks sets every timeout of the class's health checks (the
+// control plane's and each worker class's) to healthCheckPatience.
+func slowHealthChecks(class *unstructured.Unstructured) error {
+	found := 0
+	if hc, ok, _ := unstructured.NestedMap(class.Object, "spec", "controlPlane", "healthCheck", "checks"); ok {
+		found++
+		if err := setTimeouts(hc); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedMap(class.Object, hc, "spec", "controlPlane", "healthCheck", "checks"); err != nil {
+			return err
+		}
+	}
+	mds, _, err := unstructured.NestedSlice(class.Object, "spec", "workers", "machineDeployments")
+	if err != nil {
+		return err
+	}
+	for _, md := range mds {
+		if hc, ok, _ := unstructured.NestedMap(md.(map[string]any), "healthCheck", "checks"); ok {
+			found++
+			if err := setTimeouts(hc); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedMap(md.(map[string]any), hc, "healthCheck", "checks"); err != nil {
+				return err
+			}
+		}
+	}
+	if found == 0 {
+		return errors.New("the in-memory ClusterClass has no health checks to slow down: has upstream's template changed?")
+	}
+	return unstructured.SetNestedSlice(class.Object, mds, "spec", "workers", "machineDeployments")
+}
+
+func setTimeouts(checks map[string]any) error {
+	for _, kind := range []string{"unhealthyNodeConditions", "unhealthyMachineConditions"} {
+		conds, _, err := unstructured.NestedSlice(checks, kind)
+		if err != nil {
+			return err
+		}
+		for _, c := range conds {
+			c.(map[string]any)["timeoutSeconds"] = healthCheckPatience
+		}
+		if conds != nil {
+			checks[kind] = conds
 		}
 	}
 	return nil
