@@ -259,15 +259,38 @@ func ListWatch(ri dynamic.ResourceInterface, fieldSelector, labelSelector string
 		o.FieldSelector, o.LabelSelector = fieldSelector, labelSelector
 		return o
 	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return ListThenWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return ri.List(ctx, narrow(o))
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return ri.Watch(ctx, narrow(o))
-		},
-	}
+		})
 }
+
+// ListThenWatch is the source of every wait and informer of the plugins: it
+// lists, then watches from what it listed, instead of streaming the initial
+// state in a watch (client-go's watch-list, on by default). An API server
+// whose watch cache lags etcd under load holds such a stream's end back
+// for the watch's whole timeout, 5 to 10 minutes, with no error to show;
+// a list answers or fails within a minute (and a wait shows the failure).
+// The first list reads the latest state, as kubectl get does, not the
+// watch cache's copy, which may be older.
+func ListThenWatch(list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.ListerWatcher {
+	return listThenWatch{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion = ""
+			}
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: watchFn,
+	}}
+}
+
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // ValidateTimeout refuses a negative --timeout: 0 is the one way to say
 // "no limit" in every command.

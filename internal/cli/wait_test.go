@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/spokekit/spokekit/internal/exitcode"
@@ -178,4 +180,51 @@ func TestWaitForSaysWhyItHasSeenNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stalledStream is a resource whose list answers at once and whose watch
+// opens but, asked to stream the initial state (watch-list), never sends
+// the bookmark that ends it: an API server whose watch cache lags etcd
+// under load. A plain watch works.
+type stalledStream struct {
+	dynamic.ResourceInterface
+	lists []string // the resourceVersion each list asked for
+}
+
+func (s *stalledStream) List(_ context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	s.lists = append(s.lists, o.ResourceVersion)
+	l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+	l.SetResourceVersion("7")
+	item := unstructured.Unstructured{}
+	item.SetAPIVersion("v1")
+	item.SetKind("ConfigMap")
+	item.SetName("x")
+	item.SetResourceVersion("7")
+	item.Object["data"] = map[string]any{"phase": "Running"}
+	l.Items = append(l.Items, item)
+	return l, nil
+}
+
+func (*stalledStream) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil // no event, no bookmark, for either kind of watch
+}
+
+// A wait lists, then watches: it does not wait for a streamed initial state
+// (client-go's watch-list, on by default), which a lagging API server holds
+// back for the watch's whole timeout, 5 to 10 minutes. Two CI runs' resume
+// --wait saw "nothing observed yet" for 4 and 10 minutes that way, with no
+// error to show. The first list is a consistent read (resourceVersion ""),
+// not the watch cache's possibly older copy ("0").
+func TestWaitForListsFirstAndReadsTheLatest(t *testing.T) {
+	s := &stalledStream{}
+	check := func(objs []any) (bool, string, error) {
+		if len(objs) == 0 {
+			return false, "absent", nil
+		}
+		phase, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "data", "phase")
+		return phase == "Running", "phase " + phase, nil
+	}
+	err := WaitFor(context.Background(), "spoke x", ListWatch(s, "", ""), &unstructured.Unstructured{}, 10*time.Second, nil, check)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, s.lists, []string{""})
 }

@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -67,8 +68,11 @@ type Reservation struct {
 // NewBudgetView starts watching budgets in every namespace and returns once
 // it has listed them.
 func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetView, error) {
-	factory := informers.NewSharedInformerFactory(client, 0)
-	inf := factory.Policy().V1().PodDisruptionBudgets().Informer()
+	budgets := client.PolicyV1().PodDisruptionBudgets("")
+	inf := cache.NewSharedIndexInformer(cli.ListThenWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return budgets.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return budgets.Watch(ctx, o) },
+	), &policyv1.PodDisruptionBudget{}, 0, cache.Indexers{})
 	v := &BudgetView{informer: inf, signal: newSignal(), now: time.Now, reserved: map[string][]*Reservation{}}
 	// Every version the watch delivers is looked at, so a count that the
 	// disruption controller's next write drops again (the pod gone) is seen.
@@ -91,7 +95,7 @@ func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetVie
 	if err != nil {
 		return nil, err
 	}
-	factory.Start(ctx.Done())
+	go inf.RunWithContext(ctx)
 	if err := followed.Synced(ctx); err != nil {
 		if followed.Denied() != nil {
 			// The plan and every eviction keep the budgets: unread, the

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -112,7 +112,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 	if len(found.Refusals) > 0 {
 		return 0, fmt.Errorf("pods the flags do not allow to remove appeared on node %s: %w", node.Name, errors.Join(found.Refusals...))
 	}
-	watch, stop, err := watchNodePods(ctx, d.helperFor(node), node.Name)
+	pods, stop, err := watchNodePods(ctx, d.helperFor(node), node.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -128,7 +128,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 			wg.Go(func() {
 				err := d.evict(ctx, node.Name, pod)
 				if err == nil {
-					err = watch.waitGone(ctx, pod)
+					err = pods.waitGone(ctx, pod)
 				}
 				mu.Lock()
 				defer mu.Unlock()
@@ -142,7 +142,7 @@ func (d *NodeDrainer) Drain(ctx context.Context, node *corev1.Node) (evicted int
 		}
 		for _, pod := range batch.Wait {
 			wg.Go(func() {
-				if err := watch.waitCompleted(ctx, pod); err != nil {
+				if err := pods.waitCompleted(ctx, pod); err != nil {
 					mu.Lock()
 					defer mu.Unlock()
 					errs = append(errs, err)
@@ -274,14 +274,23 @@ func (w *nodePodWatch) lost() error {
 // node's watch never outlives its drain.
 func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePodWatch, stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactoryWithOptions(h.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
-	}))
+	pods := h.Client.CoreV1().Pods("")
+	onNode := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	inf := cache.NewSharedIndexInformer(cli.ListThenWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = onNode
+			return pods.List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = onNode
+			return pods.Watch(ctx, o)
+		},
+	), &corev1.Pod{}, 0, cache.Indexers{})
+	var running sync.WaitGroup
 	stop = func() {
 		cancel()
-		factory.Shutdown()
+		running.Wait()
 	}
-	inf := factory.Core().V1().Pods().Informer()
 	followed, err := cli.Follow(inf)
 	if err != nil {
 		stop()
@@ -292,7 +301,7 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 		stop()
 		return nil, nil, err
 	}
-	factory.Start(ctx.Done())
+	running.Go(func() { inf.RunWithContext(ctx) })
 	if err := followed.Synced(ctx); err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("watching the pods of node %s: %w", node, err)
