@@ -62,12 +62,11 @@ DEMO_TOOLS := $(E2E_TOOLS_base) ocm cluster-api
 
 export SPOKEKIT_CACHE := $(CACHE)
 E2E_ENV := SPOKEKIT_TOOLS_BIN=$(TOOLS_BIN) SPOKEKIT_PLUGINS_BIN=$(BIN)
-# The longest packages, named one by one: hack/e2e.sh starts them in this
-# order, three jobs at a time (SPOKEKIT_E2E_JOBS; e2e/spoke's addon pass is
-# two shards), then e2e/spoke's unified pass, then the short ones, so that
-# these do not hold back e2e/park and e2e/fleetdrain, which mostly wait on
-# controllers.
-E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/spoke/ ./e2e/park/ ./e2e/fleetdrain/ ./e2e/...)
+# The longest packages, named one by one, longest first: hack/e2e.sh starts
+# them in this order, one job per core at a time (SPOKEKIT_E2E_JOBS;
+# e2e/spoke's addon pass is two shards), then e2e/spoke's unified pass, then
+# the short ones, so that the long ones end together.
+E2E_PKGS := $(if $(strip $(PKG)),$(addprefix ./e2e/,$(addsuffix /,$(PKG))),./e2e/park/ ./e2e/spoke/ ./e2e/fleetdrain/ ./e2e/...)
 
 # go test runs as many parallel tests of a package at once as there are
 # cores (2 here) unless told; e2e/park's mostly wait on Cluster API, and its

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Runs the e2e packages as jobs, SPOKEKIT_E2E_JOBS at once (default 3), in
-# the order given, each its own `go test` that says how long it took.
-# e2e/spoke, the longest package, is three jobs, each with clusters of its
-# own: its addon pass (every test) in two shards, and its unified pass (the
-# tests whose behaviour differs by FleetConfig mode). With -run, the addon
-# pass is one job. The e2e tests mostly wait on controllers (with two
-# packages at once the CPU was idle 40-70% of the time), and four jobs fit
-# the 2-core machine of 2026-12-04. On 2026-12-05 a machine of the same size
-# ran everything 1.5-2 times slower (40% of its CPU time in the kernel), and
-# with four jobs e2e/park's platform API server timed out Cluster API's
-# writes until the tests' waits for running workers gave up, in two runs of
-# two; three jobs leave it room, for a few minutes more in all. The test
+# Runs the e2e packages as jobs, SPOKEKIT_E2E_JOBS at once (default: one
+# per core), in the order given, each its own `go test` that says how long
+# it took. e2e/spoke, the longest package, is three jobs, each with
+# clusters of its own: its addon pass (every test) in two shards, and its
+# unified pass (the tests whose behaviour differs by FleetConfig mode).
+# With -run, the addon pass is one job. Four jobs fit the 2-core machine of
+# 2026-12-04; on a machine of the same size that runs everything 1.5-2
+# times slower (25-40% of its CPU time in the kernel), four jobs starved
+# e2e/park's platform API server in two runs of two, and three kept the
+# CPU at 100% (load 16-19): Machine patches took 20-60 s and Cluster API
+# never brought up the clusters of five park tests. Two jobs ran a spoke
+# shard in 738 s instead of 1,124. The test
 # binaries are compiled once, first, so the jobs do not compile the same
 # packages side by side.
 #
@@ -38,7 +38,7 @@ echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
 # shorter than those; then the rest of a pattern's packages. So e2e/fleetdrain
 # starts in the first free slot, and its Cluster API test, which waits for
 # e2e/park's end, does not also wait behind the unified pass.
-max=${SPOKEKIT_E2E_JOBS:-3}
+max=${SPOKEKIT_E2E_JOBS:-$(nproc)}
 shards="1/2 2/2"
 [[ " ${flags[*]} " == *" -run "* ]] && shards=1/1
 named=0
