@@ -473,14 +473,13 @@ func oneSecret(secrets typedcorev1.SecretInterface, name string) cache.ListerWat
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		return o
 	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return cli.ListThenWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return secrets.List(ctx, narrow(o))
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return secrets.Watch(ctx, narrow(o))
-		},
-	}
+		})
 }
 
 // checkAsAdd runs on the kubeconfig file at path the checks kubectl spoke
