@@ -201,7 +201,8 @@ func Follow(inf cache.SharedIndexInformer) (*Followed, error) {
 	f := &Followed{inf: inf, lost: make(chan struct{})}
 	err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if denied(err) {
-			f.deny(err)
+			f.deny(err) // the command names it; client-go's log line would say it twice
+			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
