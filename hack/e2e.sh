@@ -9,10 +9,9 @@
 # times slower (25-40% of its CPU time in the kernel), four jobs starved
 # e2e/park's platform API server in two runs of two, and three kept the
 # CPU at 100% (load 16-19): Machine patches took 20-60 s and Cluster API
-# never brought up the clusters of five park tests. Two jobs ran a spoke
-# shard in 738 s instead of 1,124. The test
-# binaries are compiled once, first, so the jobs do not compile the same
-# packages side by side.
+# never brought up the clusters of five park tests; with two, the whole
+# stage took 1,956 s instead of 2,612. The test binaries are compiled once,
+# first, so the jobs do not compile the same packages side by side.
 #
 # usage: e2e.sh [GO_TEST_FLAG...] -- PACKAGE...
 set -uo pipefail
@@ -33,8 +32,8 @@ echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
 
 # jobs: "MODE SHARD PACKAGE": the FleetConfig mode and shard (i/n) of one of
 # e2e/spoke's passes, or "- -" for a package that has one pass. The packages
-# named one by one (the Makefile names the long ones: e2e/spoke, e2e/park,
-# e2e/fleetdrain) queue first, in order; then e2e/spoke's unified pass,
+# named one by one (the Makefile names the long ones, longest first:
+# e2e/park, e2e/spoke, e2e/fleetdrain) queue first, in order; then e2e/spoke's unified pass,
 # shorter than those; then the rest of a pattern's packages. So e2e/fleetdrain
 # starts in the first free slot, and its Cluster API test, which waits for
 # e2e/park's end, does not also wait behind the unified pass.
