@@ -7,15 +7,12 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
-	"k8s.io/client-go/util/watchlist"
 
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -31,23 +28,10 @@ type Check func(objs []any) (done bool, state string, err error)
 // last observed state; the end of ctx (Ctrl-C) returns its cause,
 // also naming it.
 func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example runtime.Object, timeout time.Duration, p *Progress, check Check) error {
-	var store cache.Store
 	st := &waitState{what: what, last: "nothing observed yet", p: p}
-	eval := func() (bool, error) {
-		done, state, err := check(store.List())
-		if err != nil {
-			return false, err
-		}
-		st.observed(state)
-		return done, nil
-	}
 	wctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
-	rctx, refuse := context.WithCancelCause(wctx)
-	defer refuse(nil)
-	_, err := watchtools.UntilWithSync(rctx, refusable{cache.ToListerWatcherWithContext(lw), lw, refuse, st}, example,
-		func(s cache.Store) (bool, error) { store = s; return eval() },
-		func(watch.Event) (bool, error) { return eval() })
+	err := follow(wctx, lw, example, st, check)
 	last := st.lastState()
 	if err == nil {
 		p.Done("%s: %s", what, last)
@@ -58,11 +42,11 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		p.Done("%s: stopped waiting", what)
 		return fmt.Errorf("stopped waiting for %s; last state: %s: %w", what, last, context.Cause(ctx))
 	}
-	if cause := context.Cause(rctx); denied(cause) {
+	if denied(err) {
 		p.Done("%s: cannot follow", what)
-		return fmt.Errorf("cannot follow %s (last state: %s): %w", what, last, cause)
+		return fmt.Errorf("cannot follow %s (last state: %s): %w", what, last, err)
 	}
-	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) {
 		// A wait that had what a deadline left (cli.Deadline) says it as the
 		// user gave it: 15s, not 14.999995361s.
 		shown := timeout.Round(100 * time.Millisecond)
@@ -70,6 +54,46 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s%s", shown, what, last, st.lastFailure()))
 	}
 	return fmt.Errorf("waiting for %s: %w", what, err)
+}
+
+// follow runs a guarded informer of lw's objects and looks at them all with
+// check once listed and again at every change, until check says done or
+// fails, the server denies the list or watch, or ctx ends.
+func follow(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, st *waitState, check Check) error {
+	f, err := newFollowed(lw, example, st.request)
+	if err != nil {
+		return err
+	}
+	changed := NewSignal()
+	if _, err := f.inf.AddEventHandler(changed.Handler()); err != nil {
+		return fmt.Errorf("following changes: %w", err)
+	}
+	ictx, stop := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	running.Go(func() { f.inf.RunWithContext(ictx) })
+	defer running.Wait() // no informer outlives its wait
+	defer stop()
+	if err := f.Synced(ctx); err != nil {
+		return err
+	}
+	for {
+		next := changed.Wait()
+		done, state, err := check(f.inf.GetStore().List())
+		if err != nil {
+			return err
+		}
+		st.observed(state)
+		if done {
+			return nil
+		}
+		select {
+		case <-next:
+		case <-f.Lost():
+			return f.Denied()
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // waitState is what a wait has seen, shared by the check (the wait's
@@ -132,125 +156,6 @@ func (s *waitState) lastFailure() string {
 		return ""
 	}
 	return fmt.Sprintf("; the last %s failed: %v", s.failed, s.err)
-}
-
-// refusable passes a wait's list and watch requests through and ends the
-// wait at the first one the server denies: the reflector would retry it,
-// logging each try, until --timeout, and then exit 4 says that running the
-// command again would finish it, which it would not.
-type refusable struct {
-	cache.ListerWatcherWithContext
-	lw    cache.ListerWatcher
-	stop  context.CancelCauseFunc
-	state *waitState
-}
-
-func (r refusable) List(o metav1.ListOptions) (runtime.Object, error) {
-	return r.ListWithContext(context.Background(), o)
-}
-
-func (r refusable) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return r.WatchWithContext(context.Background(), o)
-}
-
-func (r refusable) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	obj, err := r.ListerWatcherWithContext.ListWithContext(ctx, o)
-	r.check("list", err)
-	return obj, err
-}
-
-func (r refusable) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, o)
-	r.check("watch", err)
-	return w, err
-}
-
-// IsWatchListSemanticsUnSupported keeps what the wrapped source says to the
-// reflector (a fake in a test cannot stream a watch list).
-func (r refusable) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
-}
-
-func (r refusable) check(verb string, err error) {
-	if denied(err) {
-		r.stop(err)
-		return
-	}
-	r.state.request(verb, err)
-}
-
-// denied is a request the server will refuse again however often it is
-// tried: the user lacks the permission, or is not who the server knows.
-func denied(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
-}
-
-// Followed is an informer whose list and watch end at the first denial
-// (see refusable): without it the reflector retries a denied request until
-// the run's context ends, which without --timeout is never.
-type Followed struct {
-	inf  cache.SharedIndexInformer
-	lost chan struct{}
-
-	mu  sync.Mutex
-	err error
-}
-
-// Follow guards inf; call it before inf starts.
-func Follow(inf cache.SharedIndexInformer) (*Followed, error) {
-	f := &Followed{inf: inf, lost: make(chan struct{})}
-	err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if denied(err) {
-			f.deny(err) // the command names it; client-go's log line would say it twice
-			return
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("guarding an informer: %w", err)
-	}
-	return f, nil
-}
-
-func (f *Followed) deny(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err == nil {
-		f.err = err
-		close(f.lost)
-	}
-}
-
-// Synced waits until the informer has listed, or returns the denial of its
-// list or watch, or the cause of ctx's end.
-func (f *Followed) Synced(ctx context.Context) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-f.lost:
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
-	if cache.WaitForCacheSync(sctx.Done(), f.inf.HasSynced) {
-		return nil
-	}
-	if err := f.Denied(); err != nil {
-		return err
-	}
-	return context.Cause(ctx)
-}
-
-// Lost is closed when the server denies the informer's list or watch, at
-// any time: a wait on what the informer follows ends there.
-func (f *Followed) Lost() <-chan struct{} { return f.lost }
-
-// Denied is the denial Lost reports (nil before one).
-func (f *Followed) Denied() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
 }
 
 // ListWatch lists and watches the objects of ri that match the field and

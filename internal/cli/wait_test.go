@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/spokekit/spokekit/internal/exitcode"
 )
@@ -118,12 +120,16 @@ func TestWaitForEndsAtADeniedListOrWatch(t *testing.T) {
 					return watch.NewFake(), nil
 				},
 			}}
+			logs := verbose(t, "0")
 			var buf bytes.Buffer
 			err := WaitFor(context.Background(), "pools of app", lw, &corev1.ConfigMap{}, 20*time.Second, NewProgress(&buf), phaseCheck("Ready"))
 			assert.Equal(t, exitcode.Of(err), exitcode.Failed, "%v", err)
 			assert.ErrorContains(t, err, "cannot follow pools of app")
 			assert.ErrorContains(t, err, tc.want)
 			assert.Check(t, bytes.Contains(buf.Bytes(), []byte("pools of app: cannot follow\n")), buf.String())
+			// The error names the denial once: no client-go log line beside it.
+			klog.Flush()
+			assert.Check(t, is.Equal(logs.String(), ""))
 		})
 	}
 }

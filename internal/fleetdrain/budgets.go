@@ -36,7 +36,7 @@ import (
 // about to use, and the API server refused one of the two.
 type BudgetView struct {
 	informer cache.SharedIndexInformer
-	signal   *signal
+	signal   *cli.Signal
 	// now is the clock of uncountedHold.
 	now func() time.Time
 
@@ -69,11 +69,15 @@ type Reservation struct {
 // it has listed them.
 func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetView, error) {
 	budgets := client.PolicyV1().PodDisruptionBudgets("")
-	inf := cache.NewSharedIndexInformer(cli.ListThenWatch(
+	followed, err := cli.Follow(cli.ListThenWatch(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return budgets.List(ctx, o) },
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return budgets.Watch(ctx, o) },
-	), &policyv1.PodDisruptionBudget{}, 0, cache.Indexers{})
-	v := &BudgetView{informer: inf, signal: newSignal(), now: time.Now, reserved: map[string][]*Reservation{}}
+	), &policyv1.PodDisruptionBudget{})
+	if err != nil {
+		return nil, err
+	}
+	inf := followed.Informer()
+	v := &BudgetView{informer: inf, signal: cli.NewSignal(), now: time.Now, reserved: map[string][]*Reservation{}}
 	// Every version the watch delivers is looked at, so a count that the
 	// disruption controller's next write drops again (the pod gone) is seen.
 	seen := func(obj any) {
@@ -82,17 +86,13 @@ func NewBudgetView(ctx context.Context, client kubernetes.Interface) (*BudgetVie
 			v.open(b)
 			v.mu.Unlock()
 		}
-		v.signal.fire()
+		v.signal.Fire()
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    seen,
 		UpdateFunc: func(_, obj any) { seen(obj) },
-		DeleteFunc: func(any) { v.signal.fire() },
+		DeleteFunc: func(any) { v.signal.Fire() },
 	}); err != nil {
-		return nil, err
-	}
-	followed, err := cli.Follow(inf)
-	if err != nil {
 		return nil, err
 	}
 	go inf.RunWithContext(ctx)
@@ -117,7 +117,7 @@ func (v *BudgetView) List() []*policyv1.PodDisruptionBudget {
 }
 
 // Changed is closed at the next change of any budget.
-func (v *BudgetView) Changed() <-chan struct{} { return v.signal.wait() }
+func (v *BudgetView) Changed() <-chan struct{} { return v.signal.Wait() }
 
 // Reserve takes one disruption of every budget covering pod. It returns the
 // budget that has none left instead (nothing is reserved then). The
@@ -175,33 +175,4 @@ func (v *BudgetView) open(b *policyv1.PodDisruptionBudget) int {
 		return !r.granted.IsZero() && v.now().Sub(r.granted) >= uncountedHold
 	})
 	return len(v.reserved[key])
-}
-
-// signal wakes every waiter at the next event of an informer.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newSignal() *signal { return &signal{ch: make(chan struct{})} }
-
-func (s *signal) wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ch
-}
-
-func (s *signal) fire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	close(s.ch)
-	s.ch = make(chan struct{})
-}
-
-func (s *signal) handler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.fire() },
-		UpdateFunc: func(any, any) { s.fire() },
-		DeleteFunc: func(any) { s.fire() },
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/spokekit/spokekit/internal/cli"
 )
 
 // BudgetDeadlock is a set of nodes drained at the same time that could each
@@ -161,14 +163,14 @@ type budgetTurns struct {
 	mu     sync.Mutex
 	turns  map[string][]string
 	left   map[string]map[string]int // node -> budget -> pods still to evict
-	signal *signal
+	signal *cli.Signal
 }
 
 func newBudgetTurns(order BudgetOrder, items []NodeReport) *budgetTurns {
 	if len(order.Turns) == 0 {
 		return nil
 	}
-	t := &budgetTurns{turns: map[string][]string{}, left: map[string]map[string]int{}, signal: newSignal()}
+	t := &budgetTurns{turns: map[string][]string{}, left: map[string]map[string]int{}, signal: cli.NewSignal()}
 	for b, nodes := range order.Turns {
 		t.turns[b] = slices.Clone(nodes)
 	}
@@ -196,7 +198,7 @@ func (t *budgetTurns) wait(ctx context.Context, node string, budgets []string) e
 		return nil
 	}
 	for {
-		changed := t.signal.wait()
+		changed := t.signal.Wait()
 		waitOn := t.aheadOf(node, budgets)
 		if waitOn == "" {
 			return nil
@@ -245,7 +247,7 @@ func (t *budgetTurns) took(node string, budgets []string) {
 			t.turns[b] = slices.DeleteFunc(t.turns[b], func(n string) bool { return n == node })
 		}
 	}
-	t.signal.fire()
+	t.signal.Fire()
 }
 
 // leave ends node's turns when its drain ends, drained or not, so that a
@@ -260,7 +262,7 @@ func (t *budgetTurns) leave(node string) {
 		t.turns[b] = slices.DeleteFunc(t.turns[b], func(n string) bool { return n == node })
 	}
 	delete(t.left, node)
-	t.signal.fire()
+	t.signal.Fire()
 }
 
 // budgetKeys names budgets as the plan does (namespace/name).

@@ -258,7 +258,7 @@ func firstOr[T any](s []T, def T) T {
 // nodePodWatch follows the pods of one node.
 type nodePodWatch struct {
 	store    cache.Store
-	signal   *signal
+	signal   *cli.Signal
 	helper   *drain.Helper
 	followed *cli.Followed
 	node     string
@@ -276,7 +276,7 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 	ctx, cancel := context.WithCancel(ctx)
 	pods := h.Client.CoreV1().Pods("")
 	onNode := fields.OneTermEqualSelector("spec.nodeName", node).String()
-	inf := cache.NewSharedIndexInformer(cli.ListThenWatch(
+	followed, err := cli.Follow(cli.ListThenWatch(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = onNode
 			return pods.List(ctx, o)
@@ -285,19 +285,19 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 			o.FieldSelector = onNode
 			return pods.Watch(ctx, o)
 		},
-	), &corev1.Pod{}, 0, cache.Indexers{})
+	), &corev1.Pod{})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	inf := followed.Informer()
 	var running sync.WaitGroup
 	stop = func() {
 		cancel()
 		running.Wait()
 	}
-	followed, err := cli.Follow(inf)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	w = &nodePodWatch{store: inf.GetStore(), signal: newSignal(), helper: h, followed: followed, node: node}
-	if _, err := inf.AddEventHandler(w.signal.handler()); err != nil {
+	w = &nodePodWatch{store: inf.GetStore(), signal: cli.NewSignal(), helper: h, followed: followed, node: node}
+	if _, err := inf.AddEventHandler(w.signal.Handler()); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -313,7 +313,7 @@ func watchNodePods(ctx context.Context, h *drain.Helper, node string) (w *nodePo
 // terminating longer than --skip-wait-for-delete-timeout.
 func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 	for {
-		changed := w.signal.wait()
+		changed := w.signal.Wait()
 		obj, exists, _ := w.store.GetByKey(namespacedName(pod.Namespace, pod.Name))
 		if !exists || obj.(*corev1.Pod).UID != pod.UID || w.skip(obj.(*corev1.Pod)) {
 			return nil
@@ -337,7 +337,7 @@ func (w *nodePodWatch) waitGone(ctx context.Context, pod *corev1.Pod) error {
 // Failed) or is gone: Cluster API's WaitCompleted, never evicted.
 func (w *nodePodWatch) waitCompleted(ctx context.Context, pod *corev1.Pod) error {
 	for {
-		changed := w.signal.wait()
+		changed := w.signal.Wait()
 		obj, exists, _ := w.store.GetByKey(namespacedName(pod.Namespace, pod.Name))
 		if !exists || obj.(*corev1.Pod).UID != pod.UID {
 			return nil
