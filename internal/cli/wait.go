@@ -31,7 +31,7 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 	st := &waitState{what: what, last: "nothing observed yet", p: p}
 	wctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, timeout)
 	defer cancel()
-	err := follow(wctx, lw, example, st, check)
+	err := watchUntil(wctx, lw, example, st, check)
 	last := st.lastState()
 	if err == nil {
 		p.Done("%s: %s", what, last)
@@ -56,10 +56,10 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 	return fmt.Errorf("waiting for %s: %w", what, err)
 }
 
-// follow runs a guarded informer of lw's objects and looks at them all with
+// watchUntil runs a guarded informer of lw's objects and looks at them all with
 // check once listed and again at every change, until check says done or
 // fails, the server denies the list or watch, or ctx ends.
-func follow(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, st *waitState, check Check) error {
+func watchUntil(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, st *waitState, check Check) error {
 	f, err := newFollowed(lw, example, st.request)
 	if err != nil {
 		return err
