@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -21,26 +22,28 @@ import (
 type Followed struct {
 	inf  cache.SharedIndexInformer
 	lost chan struct{}
-	// request is told how each list and watch ended (nil: it succeeded),
-	// denials apart; a wait shows it on its progress line.
-	request func(verb string, err error)
+	// shown, when set, is told how each list and watch ended (nil: it
+	// succeeded), denials apart: a wait shows it on its progress line.
+	shown func(verb string, err error)
 
-	mu     sync.Mutex
-	denial error
+	mu      sync.Mutex
+	denial  error
+	failure error // the last failed request shown
 }
 
 // Follow makes an informer of lw's objects (of example's type), guarded:
 // call Informer to add handlers and run it.
 func Follow(lw cache.ListerWatcher, example runtime.Object) (*Followed, error) {
-	return newFollowed(lw, example, func(string, error) {})
+	return newFollowed(lw, example, nil)
 }
 
-func newFollowed(lw cache.ListerWatcher, example runtime.Object, request func(verb string, err error)) (*Followed, error) {
-	f := &Followed{lost: make(chan struct{}), request: request}
+func newFollowed(lw cache.ListerWatcher, example runtime.Object, shown func(verb string, err error)) (*Followed, error) {
+	f := &Followed{lost: make(chan struct{}), shown: shown}
 	f.inf = cache.NewSharedIndexInformer(guarded{cache.ToListerWatcherWithContext(lw), lw, f}, example, 0, cache.Indexers{})
 	err := f.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if denied(err) {
-			return // the command names it; client-go's log line would say it twice
+		// What the command says already, client-go's log line would say twice.
+		if denied(err) || f.said(err) {
+			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
@@ -86,16 +89,26 @@ func (f *Followed) Denied() error {
 }
 
 func (f *Followed) ended(verb string, err error) {
-	if !denied(err) {
-		f.request(verb, err)
-		return
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.denial == nil {
-		f.denial = err
-		close(f.lost)
+	switch {
+	case denied(err):
+		if f.denial == nil {
+			f.denial = err
+			close(f.lost)
+		}
+	case f.shown != nil:
+		f.failure = err
+		f.shown(verb, err)
 	}
+}
+
+// said is whether err (as the reflector passes it on, wrapped) is the
+// failure shown last.
+func (f *Followed) said(err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failure != nil && errors.Is(err, f.failure)
 }
 
 // denied is a request the server will refuse again however often it is

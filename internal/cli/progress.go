@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/kubectl/pkg/util/term"
@@ -19,6 +20,11 @@ type Progress struct {
 	now  func() time.Time
 	last string
 }
+
+// onScreen is the Progress whose live line the terminal shows now: klog's
+// lines (client-go's, and -v's requests) are written above that line, not
+// into it (logWriter).
+var onScreen atomic.Pointer[Progress]
 
 // NewProgress reports to w, live when w is a terminal. The line's text is
 // escaped here; its own control sequences go to the stream as they are.
@@ -41,6 +47,7 @@ func (p *Progress) Update(format string, args ...any) {
 	p.last = msg
 	if p.live {
 		fmt.Fprintf(p.out, "\r\033[K%s", msg)
+		onScreen.Store(p)
 		return
 	}
 	fmt.Fprintf(p.out, "%s %s\n", p.now().UTC().Format(time.RFC3339), msg)
@@ -62,10 +69,28 @@ func (p *Progress) Printf(format string, args ...any) {
 		fmt.Fprintln(p.out, msg)
 		return
 	}
-	fmt.Fprintf(p.out, "\r\033[K%s\n", msg)
+	p.above(msg + "\n")
+}
+
+// above writes lines above the live line and draws the line again; p.mu is
+// held.
+func (p *Progress) above(lines string) {
+	fmt.Fprintf(p.out, "\r\033[K%s", lines)
 	if p.last != "" {
 		fmt.Fprint(p.out, p.last)
 	}
+}
+
+// logAbove writes a log line above the live line, if p's is still on the
+// terminal; false: it is not, write the line as it is.
+func (p *Progress) logAbove(line string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.live || p.last == "" {
+		return false
+	}
+	p.above(line)
+	return true
 }
 
 // Done ends the live line with a final message.
@@ -78,6 +103,7 @@ func (p *Progress) Done(format string, args ...any) {
 	defer p.mu.Unlock()
 	if p.live {
 		fmt.Fprintln(p.out)
+		onScreen.CompareAndSwap(p, nil)
 	}
 	p.last = ""
 }

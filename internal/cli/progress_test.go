@@ -69,3 +69,21 @@ func TestNilProgressIsQuiet(t *testing.T) {
 	p.Done("y")
 	assert.Equal(t, stderr(), "")
 }
+
+// A log line (client-go's, or -v's requests) written while a live line is
+// on the terminal goes above that line, which is drawn again, instead of
+// being glued to its end; once the line is done, logs go to stderr.
+func TestLogLinesGoAboveTheLiveLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf)
+	p.live = true
+	t.Cleanup(func() { onScreen.Store(nil) })
+	p.Update("spoke x: Joining")
+	_, err := logWriter{}.Write([]byte("I1205 round_trippers.go:632] \"Response\" status=\"200 OK\"\n"))
+	assert.NilError(t, err)
+	p.Done("spoke x: Running")
+	assert.Equal(t, buf.String(), "\r\033[Kspoke x: Joining"+
+		"\r\033[KI1205 round_trippers.go:632] \"Response\" status=\"200 OK\"\nspoke x: Joining"+
+		"\r\033[Kspoke x: Running\n")
+	assert.Check(t, onScreen.Load() == nil, "a finished line takes no more log lines")
+}

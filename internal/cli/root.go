@@ -107,11 +107,16 @@ func addLogFlags(flags *pflag.FlagSet) {
 // logWriter writes klog's lines to stderr with the credentials of URLs
 // scrubbed and control characters escaped: from -v=6 client-go logs every
 // request's URL, and a kubeconfig's server URL may carry a password or a
-// token as user name.
+// token as user name. A live progress line on the terminal is cleared for
+// the log line and drawn again below it, not torn.
 type logWriter struct{}
 
 func (logWriter) Write(p []byte) (int, error) {
-	if _, err := os.Stderr.WriteString(EscapeTerminal(string(p))); err != nil {
+	line := EscapeTerminal(string(p))
+	if live := onScreen.Load(); live != nil && live.logAbove(line) {
+		return len(p), nil
+	}
+	if _, err := os.Stderr.WriteString(line); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -146,7 +146,7 @@ func TestDeadlineSharedBySteps(t *testing.T) {
 // handler timeout) is retried, and the wait says why it has seen nothing:
 // a CI run's resume --wait showed "nothing observed yet" for four minutes
 // and then timed out without naming the server's answer. A later success
-// clears it.
+// clears it. The wait says it once: client-go logs none of it.
 func TestWaitForSaysWhyItHasSeenNothing(t *testing.T) {
 	overloaded := apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 1)
 	for _, tc := range []struct {
@@ -173,9 +173,13 @@ func TestWaitForSaysWhyItHasSeenNothing(t *testing.T) {
 				},
 				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 			}}
+			logs := verbose(t, "0")
 			var buf bytes.Buffer
 			err := WaitFor(context.Background(), "machines of app", lw, &corev1.ConfigMap{}, 3*time.Second, NewProgress(&buf), phaseCheck("Running"))
 			assert.Equal(t, exitcode.Of(err), exitcode.TimedOut, "%v", err)
+			// Said on the progress line, the failure is not client-go's to log again.
+			klog.Flush()
+			assert.Check(t, is.Equal(logs.String(), ""))
 			for _, w := range tc.want {
 				assert.Check(t, strings.Contains(err.Error(), w), "%v", err)
 			}
