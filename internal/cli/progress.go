@@ -107,3 +107,16 @@ func (p *Progress) Done(format string, args ...any) {
 	}
 	p.last = ""
 }
+
+// endLiveLine ends a live line a command left on the terminal, so that what
+// is printed after the command (its error) starts a line of its own.
+func endLiveLine() {
+	if p := onScreen.Swap(nil); p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.last != "" {
+			fmt.Fprintln(p.out)
+			p.last = ""
+		}
+	}
+}

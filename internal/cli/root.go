@@ -177,6 +177,7 @@ func Execute(root *cobra.Command, args []string, streams genericiooptions.IOStre
 	root.SetArgs(args)
 	ran := noteRun(root)
 	cmd, err := root.ExecuteContextC(ctx)
+	endLiveLine()
 	if err == nil {
 		return exitcode.OK
 	}

@@ -154,3 +154,19 @@ func TestHelpIsRenderedOnlyForHelp(t *testing.T) {
 		assert.Equal(t, strings.Count(out.String(), exitcode.Help), 1)
 	}
 }
+
+// A command that fails with its live progress line still on the terminal
+// (a path that returned before Done) gets its error on a line of its own,
+// not glued to the end of that line.
+func TestTheErrorStartsALineOfItsOwn(t *testing.T) {
+	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+	r := testRoot(t, streams)
+	r.AddCommand(&cobra.Command{Use: "step", RunE: func(*cobra.Command, []string) error {
+		p := NewProgress(streams.ErrOut)
+		p.live = true
+		p.Update("spoke x: Joining")
+		return errors.New("spoke x is owned by a Compute Pool")
+	}})
+	assert.Equal(t, Execute(r, []string{"step"}, streams), exitcode.Failed)
+	assert.Equal(t, errOut.String(), "\r\033[Kspoke x: Joining\nerror: spoke x is owned by a Compute Pool\n")
+}

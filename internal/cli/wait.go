@@ -53,6 +53,8 @@ func WaitFor(ctx context.Context, what string, lw cache.ListerWatcher, example r
 		p.Done("%s: gave up after %s", what, shown)
 		return exitcode.TimedOutError(fmt.Errorf("timed out after %s waiting for %s; last state: %s%s", shown, what, last, st.lastFailure()))
 	}
+	// The live line ends before the command prints the error.
+	p.Done("%s: %s", what, last)
 	return fmt.Errorf("waiting for %s: %w", what, err)
 }
 

@@ -81,11 +81,16 @@ func TestWaitForTimesOutWithExit4AndLastState(t *testing.T) {
 
 func TestWaitForPassesCheckErrors(t *testing.T) {
 	lw, _ := listWatch(*cm("Joining", "1"))
-	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Minute, nil, func([]any) (bool, string, error) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf)
+	p.live = true
+	err := WaitFor(context.Background(), "spoke x", lw, &corev1.ConfigMap{}, time.Minute, p, func([]any) (bool, string, error) {
 		return false, "", errors.New("spoke x is owned by a Compute Pool")
 	})
 	assert.ErrorContains(t, err, "Compute Pool")
 	assert.Equal(t, exitcode.Of(err), exitcode.Failed)
+	// The live line is ended: the error the command prints next starts a line of its own.
+	assert.Check(t, strings.HasSuffix(buf.String(), "\n"), "%q", buf.String())
 }
 
 // A list or watch the server denies ends the wait at once, as a failure
