@@ -33,10 +33,11 @@ echo "== e2e: compiled ${#pkgs[@]} test packages: $((SECONDS - s))s"
 # jobs: "MODE SHARD PACKAGE": the FleetConfig mode and shard (i/n) of one of
 # e2e/spoke's passes, or "- -" for a package that has one pass. The packages
 # named one by one (the Makefile names the long ones, longest first:
-# e2e/park, e2e/spoke, e2e/fleetdrain) queue first, in order; then e2e/spoke's unified pass,
-# shorter than those; then the rest of a pattern's packages. So e2e/fleetdrain
-# starts in the first free slot, and its Cluster API test, which waits for
-# e2e/park's end, does not also wait behind the unified pass.
+# e2e/park, e2e/spoke, e2e/fleetdrain) queue first, in order; then
+# e2e/spoke's unified pass, shorter than those; then the rest of a pattern's
+# packages. So e2e/fleetdrain starts in the first free slot, and its Cluster
+# API test, which waits for e2e/park's end, does not also wait behind the
+# unified pass.
 max=${SPOKEKIT_E2E_JOBS:-$(nproc)}
 shards="1/2 2/2"
 [[ " ${flags[*]} " == *" -run "* ]] && shards=1/1
